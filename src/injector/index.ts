@@ -1,0 +1,260 @@
+/**
+ * The injector: a pure function from a submitted Pod and settings to a JSON
+ * Patch. The webhook calls it for every admission; tests call it on golden
+ * files; nothing here does I/O, reads the environment or looks at a clock.
+ *
+ * The patch is the diff of the raw submitted object against a mutated copy
+ * (as controller-runtime's PatchResponseFromRaw and Pepr do), so no path is
+ * ever built by hand and missing parents (no env, no initContainers, no
+ * annotations) cannot produce a patch that fails to apply.
+ */
+import type { V1Container, V1EnvVar, V1Pod, V1ResourceRequirements, V1Volume } from '@kubernetes/client-node';
+import fastJsonPatch from 'fast-json-patch';
+import type { InjectionReason, InjectionResult, InjectionSettings } from './types.ts';
+
+export type { InjectionReason, InjectionResult, InjectionSettings } from './types.ts';
+
+export const HOOK_CONTAINER_NAME = 'leaderhook-release';
+export const HOOK_TOKEN_VOLUME_NAME = 'leaderhook-api-access';
+/** Where client libraries look for the service-account token, CA and namespace. */
+export const SERVICE_ACCOUNT_MOUNT_PATH = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+export const annotations = {
+  inject: 'leaderhook.io/inject',
+  injected: 'leaderhook.io/injected',
+  gracePeriod: 'leaderhook.io/termination-grace-period-seconds',
+  observe: 'leaderhook.io/observe',
+  lock: 'leaderhook.io/lock',
+  hookCpuRequest: 'leaderhook.io/hook-cpu-request',
+  hookMemoryRequest: 'leaderhook.io/hook-memory-request',
+  hookCpuLimit: 'leaderhook.io/hook-cpu-limit',
+  hookMemoryLimit: 'leaderhook.io/hook-memory-limit',
+} as const;
+
+/** Set by the kubelet on the API object that mirrors a static pod. */
+const MIRROR_POD_ANNOTATION = 'kubernetes.io/config.mirror';
+/** A projected token lives about an hour; the kubelet refreshes it well before. */
+const TOKEN_EXPIRATION_SECONDS = 3607;
+/** Kubernetes' own default when a pod does not say. */
+const DEFAULT_GRACE_PERIOD_SECONDS = 30;
+
+type Pod = V1Pod & { spec: NonNullable<V1Pod['spec']> };
+
+/**
+ * Decides what leaderhook adds to a pod (DESIGN §2) and returns it as a patch.
+ *
+ * Idempotent: run on its own output it returns an empty patch. Run again after
+ * another webhook changed the pod (reinvocation), it completes only what that
+ * change needs: env on a new container, exactly one hook, hook still last.
+ */
+export function injectPod(submitted: unknown, settings: InjectionSettings): InjectionResult {
+  if (!isPod(submitted)) {
+    return skip(submitted as V1Pod, 'notAPod', 'the object has no spec.containers list, so it is not a Pod leaderhook can inject');
+  }
+  const meta = submitted.metadata ?? {};
+  if (meta.annotations?.[MIRROR_POD_ANNOTATION] !== undefined) {
+    return skip(submitted, 'mirrorPod', 'mirror pods of static pods are managed by the kubelet and never changed');
+  }
+  if (meta.labels?.[annotations.inject] === 'false' || meta.annotations?.[annotations.inject] === 'false') {
+    return skip(submitted, 'optedOut', `the pod opts out with ${annotations.inject}: "false"`);
+  }
+
+  // managedFields are large and irrelevant here; leaving them out of both
+  // sides of the diff keeps the patch small and the comparison cheap.
+  const { managedFields, ...originalMeta } = meta;
+  const original: Pod = { ...submitted, metadata: originalMeta };
+  const pod = structuredClone(original);
+  const warnings: string[] = [];
+
+  for (const container of pod.spec.containers) {
+    addDownwardEnv(container, warnings);
+  }
+  addReleaseHook(pod, settings, warnings);
+  adjustGracePeriod(pod, settings, warnings);
+  if (pod.spec.hostNetwork) {
+    warnings.push(
+      'leaderhook: hostNetwork pod: its hostname is the node\'s, so a Lease identity (hostname_uuid) cannot name this pod; ' +
+        'the release hook frees this pod\'s ConfigMap locks but never its Leases, which expire after their lease duration',
+    );
+  }
+  const wasInjected = original.metadata?.annotations?.[annotations.injected] !== undefined;
+  pod.metadata = { ...pod.metadata, annotations: { ...pod.metadata?.annotations, [annotations.injected]: settings.version } };
+
+  const patch = fastJsonPatch.compare(original, pod);
+  if (patch.length === 0) {
+    return { reason: 'alreadyInjected', message: 'the pod already carries everything leaderhook adds', patch, warnings, pod: submitted };
+  }
+  const reason: InjectionReason = wasInjected ? 'updated' : 'injected';
+  const message = wasInjected
+    ? 'completed an earlier injection after another change to the pod'
+    : `added the release hook, downward env and grace period (leaderhook ${settings.version})`;
+  return { reason, message, patch, warnings, pod: managedFields ? { ...pod, metadata: { ...pod.metadata, managedFields } } : pod };
+}
+
+function isPod(value: unknown): value is Pod {
+  if (typeof value !== 'object' || value === null) return false;
+  const spec = (value as V1Pod).spec;
+  return typeof spec === 'object' && spec !== null && Array.isArray(spec.containers);
+}
+
+function skip(pod: V1Pod, reason: InjectionReason, message: string): InjectionResult {
+  return { reason, message, patch: [], warnings: [], pod };
+}
+
+function fieldEnv(name: string, fieldPath: string): V1EnvVar {
+  return { name, valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath } } };
+}
+
+/**
+ * operator-lib's leader.Become needs POD_NAME and fails without it. An `env`
+ * entry the author wrote is never overridden; an `envFrom` source cannot be
+ * inspected here, and an `env` entry shadows it, so that case gets a warning.
+ */
+function addDownwardEnv(container: V1Container, warnings: string[]): void {
+  const wanted = [fieldEnv('POD_NAME', 'metadata.name'), fieldEnv('POD_NAMESPACE', 'metadata.namespace')];
+  const env = container.env ?? [];
+  const added: string[] = [];
+  for (const entry of wanted) {
+    const existing = env.find((e) => e.name === entry.name);
+    if (!existing) {
+      env.push(entry);
+      added.push(entry.name);
+    } else if (existing.valueFrom?.fieldRef?.fieldPath !== entry.valueFrom?.fieldRef?.fieldPath) {
+      warnings.push(
+        `leaderhook: container "${container.name}" sets ${entry.name} to something other than ${entry.valueFrom?.fieldRef?.fieldPath}; ` +
+          'kept as is, but leader-for-life locks are owned by the pod named in POD_NAME',
+      );
+    }
+  }
+  if (added.length > 0) {
+    container.env = env;
+    if (container.envFrom?.length) {
+      warnings.push(
+        `leaderhook: container "${container.name}" uses envFrom; if a source defines ${added.join(' or ')}, ` +
+          'the injected downward-API value takes precedence',
+      );
+    }
+  }
+}
+
+/**
+ * The hook is a native sidecar (an init container with restartPolicy Always)
+ * placed last, so that at termination it is stopped first, right after the
+ * main containers (DESIGN §3). It is owned by leaderhook: re-rendered from the
+ * settings on every call, which makes a second call a no-op.
+ */
+function addReleaseHook(pod: Pod, settings: InjectionSettings, warnings: string[]): void {
+  const initContainers = pod.spec.initContainers ?? [];
+  const others = initContainers.filter((c) => c.name !== HOOK_CONTAINER_NAME);
+  // Fields the API server defaulted on an earlier round (terminationMessagePath,
+  // ...) are kept, so a reinvocation does not fight the defaulting.
+  const earlier = initContainers.find((c) => c.name === HOOK_CONTAINER_NAME);
+  pod.spec.initContainers = [...others, { ...earlier, ...renderHook(pod, settings, warnings) }];
+
+  // Our own projected token: the ServiceAccount admission plugin ran before
+  // this webhook and mounted nothing into the hook, and with
+  // automountServiceAccountToken: false it mounted nothing at all. Only the
+  // hook mounts this volume; the operator's containers are left as they were.
+  const volumes = (pod.spec.volumes ?? []).filter((v) => v.name !== HOOK_TOKEN_VOLUME_NAME);
+  pod.spec.volumes = [...volumes, tokenVolume()];
+}
+
+function renderHook(pod: Pod, settings: InjectionSettings, warnings: string[]): V1Container {
+  const env = [fieldEnv('POD_NAME', 'metadata.name'), fieldEnv('POD_NAMESPACE', 'metadata.namespace'), fieldEnv('POD_UID', 'metadata.uid')];
+  if (settings.observe) env.push({ name: 'LEADERHOOK_OBSERVE', value: 'true' });
+  return {
+    name: HOOK_CONTAINER_NAME,
+    image: settings.image,
+    imagePullPolicy: settings.imagePullPolicy,
+    args: ['release'],
+    env,
+    restartPolicy: 'Always',
+    resources: hookResources(pod, settings.resources, warnings),
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: 65532,
+      runAsGroup: 65532,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
+    terminationMessagePolicy: 'FallbackToLogsOnError',
+    volumeMounts: [{ name: HOOK_TOKEN_VOLUME_NAME, mountPath: SERVICE_ACCOUNT_MOUNT_PATH, readOnly: true }],
+  };
+}
+
+function tokenVolume(): V1Volume {
+  return {
+    name: HOOK_TOKEN_VOLUME_NAME,
+    projected: {
+      defaultMode: 0o444,
+      sources: [
+        { serviceAccountToken: { path: 'token', expirationSeconds: TOKEN_EXPIRATION_SECONDS } },
+        { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+        { downwardAPI: { items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }] } },
+      ],
+    },
+  };
+}
+
+/** A Kubernetes resource quantity: digits, an optional fraction, an optional suffix. */
+const QUANTITY = /^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|e[0-9]+)?$/;
+
+function hookResources(pod: Pod, defaults: V1ResourceRequirements, warnings: string[]): V1ResourceRequirements {
+  const resources: V1ResourceRequirements = structuredClone(defaults);
+  const overrides = [
+    [annotations.hookCpuRequest, 'requests', 'cpu'],
+    [annotations.hookMemoryRequest, 'requests', 'memory'],
+    [annotations.hookCpuLimit, 'limits', 'cpu'],
+    [annotations.hookMemoryLimit, 'limits', 'memory'],
+  ] as const;
+  for (const [annotation, kind, resource] of overrides) {
+    const value = pod.metadata?.annotations?.[annotation];
+    if (value === undefined) continue;
+    if (!QUANTITY.test(value)) {
+      warnings.push(`leaderhook: ignoring ${annotation}: "${value}" is not a resource quantity (for example 50m, 64Mi)`);
+      continue;
+    }
+    resources[kind] = { ...resources[kind], [resource]: value };
+  }
+  return resources;
+}
+
+/**
+ * R1 needs the hook's SIGTERM to arrive clearly before the pod's deadline, so
+ * the grace period has a floor; an optional cap keeps a stuck operator from
+ * delaying failover for minutes. The pod's annotation wins over both.
+ */
+function adjustGracePeriod(pod: Pod, settings: InjectionSettings, warnings: string[]): void {
+  const current = pod.spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
+  const requested = pod.metadata?.annotations?.[annotations.gracePeriod];
+  let wanted = current;
+  let why = '';
+  if (requested !== undefined) {
+    if (/^[0-9]{1,9}$/.test(requested)) {
+      wanted = Number(requested);
+      why = `as annotation ${annotations.gracePeriod} asks`;
+      if (wanted < settings.gracePeriodFloorSeconds) {
+        warnings.push(
+          `leaderhook: terminationGracePeriodSeconds ${wanted}s from ${annotations.gracePeriod} is below the ${settings.gracePeriodFloorSeconds}s floor; ` +
+            'the release hook may not get time to free the lock, and the lock then waits for garbage collection',
+        );
+      }
+    } else {
+      warnings.push(`leaderhook: ignoring ${annotations.gracePeriod}: "${requested}" is not a whole number of seconds`);
+    }
+  }
+  if (!why && wanted < settings.gracePeriodFloorSeconds) {
+    wanted = settings.gracePeriodFloorSeconds;
+    why = `raised to the ${settings.gracePeriodFloorSeconds}s floor so the release hook can free the lock after the operator stops`;
+  }
+  if (!why && settings.gracePeriodCapSeconds !== undefined && wanted > settings.gracePeriodCapSeconds) {
+    wanted = settings.gracePeriodCapSeconds;
+    why = `capped at ${settings.gracePeriodCapSeconds}s so a stuck operator cannot delay failover`;
+  }
+  if (wanted !== current) {
+    pod.spec.terminationGracePeriodSeconds = wanted;
+    warnings.push(`leaderhook: terminationGracePeriodSeconds ${current}s -> ${wanted}s, ${why}`);
+  }
+}
