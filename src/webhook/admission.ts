@@ -1,0 +1,152 @@
+/**
+ * The AdmissionReview `admission.k8s.io/v1` codec: checks what the API server
+ * sends and builds what it expects back.
+ *
+ * `@kubernetes/client-node` has no AdmissionReview model (the API group is
+ * never served, only posted to webhooks), so the shapes below follow
+ * k8s.io/api/admission/v1 and borrow client-node's types for their parts.
+ */
+import type { V1Status, V1UserInfo } from '@kubernetes/client-node';
+import type { Operation } from 'fast-json-patch';
+
+export const ADMISSION_API_VERSION = 'admission.k8s.io/v1';
+export const ADMISSION_KIND = 'AdmissionReview';
+
+export interface GroupVersionKind {
+  group: string;
+  version: string;
+  kind: string;
+}
+
+export interface AdmissionRequest {
+  uid: string;
+  kind: GroupVersionKind;
+  resource?: { group: string; version: string; resource: string };
+  subResource?: string;
+  requestKind?: GroupVersionKind;
+  name?: string;
+  namespace?: string;
+  operation?: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+  userInfo?: V1UserInfo;
+  /** The submitted object; checked to be a JSON object, the injector checks the rest. */
+  object: Record<string, unknown>;
+  oldObject?: unknown;
+  dryRun?: boolean;
+  options?: unknown;
+}
+
+export interface AdmissionResponse {
+  uid: string;
+  allowed: boolean;
+  status?: V1Status;
+  patchType?: 'JSONPatch';
+  /** base64 of the JSON Patch document. */
+  patch?: string;
+  warnings?: string[];
+}
+
+export interface AdmissionReview {
+  apiVersion: typeof ADMISSION_API_VERSION;
+  kind: typeof ADMISSION_KIND;
+  request?: AdmissionRequest;
+  response?: AdmissionResponse;
+}
+
+/** A body that is JSON but not an AdmissionReview leaderhook can answer. */
+export class AdmissionDecodeError extends Error {
+  override name = 'AdmissionDecodeError';
+}
+
+const POD_KIND: GroupVersionKind = { group: '', version: 'v1', kind: 'Pod' };
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}...` : value);
+  return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
+}
+
+function formatKind(kind: Record<string, unknown>): string {
+  const group = typeof kind.group === 'string' && kind.group !== '' ? `${kind.group}/` : '';
+  return `${group}${String(kind.version)}, Kind=${String(kind.kind)}`;
+}
+
+/**
+ * Checks a decoded body and returns it as a review with a request the
+ * injector can be called on. Every error names the first problem found, in
+ * the words of the field path, so `kubectl` users and curl users can fix it.
+ */
+export function decodeAdmissionReview(body: unknown): AdmissionReview & { request: AdmissionRequest } {
+  if (!isObject(body)) {
+    throw new AdmissionDecodeError(`the body must be a JSON object (an AdmissionReview), got ${describe(body)}`);
+  }
+  if (body.apiVersion === undefined) throw new AdmissionDecodeError('apiVersion is missing');
+  if (body.apiVersion !== ADMISSION_API_VERSION) {
+    throw new AdmissionDecodeError(`apiVersion must be ${ADMISSION_API_VERSION}, got ${describe(body.apiVersion)}`);
+  }
+  if (body.kind === undefined) throw new AdmissionDecodeError('kind is missing');
+  if (body.kind !== ADMISSION_KIND) {
+    throw new AdmissionDecodeError(`kind must be ${ADMISSION_KIND}, got ${describe(body.kind)}`);
+  }
+  const request = body.request;
+  if (request === undefined || request === null) throw new AdmissionDecodeError('request is missing');
+  if (!isObject(request)) throw new AdmissionDecodeError(`request must be an object, got ${describe(request)}`);
+  if (request.uid === undefined || request.uid === null) throw new AdmissionDecodeError('request.uid is missing');
+  if (typeof request.uid !== 'string' || request.uid === '') {
+    throw new AdmissionDecodeError(`request.uid must be a non-empty string, got ${describe(request.uid)}`);
+  }
+  const kind = request.kind;
+  if (kind === undefined || kind === null) throw new AdmissionDecodeError('request.kind is missing');
+  if (!isObject(kind)) throw new AdmissionDecodeError(`request.kind must be an object, got ${describe(kind)}`);
+  if (kind.group !== POD_KIND.group || kind.version !== POD_KIND.version || kind.kind !== POD_KIND.kind) {
+    throw new AdmissionDecodeError(
+      `request.kind must be /v1, Kind=Pod (leaderhook only mutates pods), got ${formatKind(kind)}`,
+    );
+  }
+  if (request.object === undefined || request.object === null) {
+    throw new AdmissionDecodeError('request.object is missing');
+  }
+  if (!isObject(request.object)) {
+    throw new AdmissionDecodeError(`request.object must be an object, got ${describe(request.object)}`);
+  }
+  if (request.dryRun !== undefined && typeof request.dryRun !== 'boolean') {
+    throw new AdmissionDecodeError(`request.dryRun must be a boolean, got ${describe(request.dryRun)}`);
+  }
+  for (const field of ['name', 'namespace', 'operation'] as const) {
+    if (request[field] !== undefined && typeof request[field] !== 'string') {
+      throw new AdmissionDecodeError(`request.${field} must be a string, got ${describe(request[field])}`);
+    }
+  }
+  return body as unknown as AdmissionReview & { request: AdmissionRequest };
+}
+
+function review(response: AdmissionResponse): AdmissionReview {
+  return { apiVersion: ADMISSION_API_VERSION, kind: ADMISSION_KIND, response };
+}
+
+/** Lets the object in unchanged. The API server shows `warnings` to the client. */
+export function allowed(uid: string, warnings: readonly string[] = []): AdmissionReview {
+  const response: AdmissionResponse = { uid, allowed: true };
+  if (warnings.length > 0) response.warnings = [...warnings];
+  return review(response);
+}
+
+/**
+ * Lets the object in with a JSON Patch applied. Always `allowed: true`: an
+ * injector never blocks a pod, and an empty patch is sent as no patch at all.
+ */
+export function patched(uid: string, patch: readonly Operation[], warnings: readonly string[] = []): AdmissionReview {
+  if (patch.length === 0) return allowed(uid, warnings);
+  const response: AdmissionResponse = {
+    uid,
+    allowed: true,
+    patchType: 'JSONPatch',
+    patch: Buffer.from(JSON.stringify(patch)).toString('base64'),
+  };
+  if (warnings.length > 0) response.warnings = [...warnings];
+  return review(response);
+}

@@ -1,0 +1,198 @@
+/**
+ * The webhook's HTTP surface: `POST /mutate` and the probes. The admission
+ * handler only decodes, calls the injector, encodes (Istio, controller-runtime):
+ * everything leaderhook decides about a pod lives in src/injector.
+ *
+ * Every answer to a well-formed review is `allowed: true`; only a body that
+ * is not a review at all gets a 4xx, with a message naming the problem. A
+ * client's mistake is never a 500, and nothing a client sends can crash the
+ * process.
+ */
+import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
+import type { InjectionResult, InjectionSettings } from '../injector/types.ts';
+import type { Logger } from '../log.ts';
+import { AdmissionDecodeError, type AdmissionRequest, allowed, decodeAdmissionReview, patched } from './admission.ts';
+import { type AdmissionOutcome, INJECTOR_ERROR_REASON, outcomeOf, type WebhookMetrics } from './metrics.ts';
+
+/** The injector's contract (src/injector): pure, throws only on a bug. */
+export type Injector = (pod: unknown, settings: InjectionSettings) => InjectionResult;
+
+export interface WebhookAppOptions {
+  inject: Injector;
+  injection: InjectionSettings;
+  logger: Logger;
+  metrics: WebhookMetrics;
+  /** Larger bodies get 413. Pods are limited to ~1.5 MiB by etcd; the review wraps one. */
+  bodyLimitBytes: number;
+  /** Why the server cannot take admissions now (no certificate yet, shutting down); undefined when it can. */
+  notReadyReason: () => string | undefined;
+  /** True once shutdown began: answers then close their connection, so keep-alive clients move on. */
+  isClosing?: () => boolean;
+}
+
+/** Shown by kubectl when the injector failed and the pod was let in unchanged. */
+export const INJECTOR_ERROR_WARNING =
+  'leaderhook: the release hook was not injected because of an internal webhook error; the pod is admitted unchanged (see the webhook logs)';
+
+const JSON_TYPE = 'application/json';
+
+function sendProblem(res: Response, status: number, message: string): void {
+  res.status(status).json({ error: message });
+}
+
+/** The object's identity for log lines: pods created by controllers have only generateName at admission. */
+function podIdentity(request: AdmissionRequest): Record<string, string> {
+  const meta = (request.object.metadata ?? {}) as { name?: unknown; namespace?: unknown; generateName?: unknown };
+  const identity: Record<string, string> = {};
+  const namespace = request.namespace || (typeof meta.namespace === 'string' ? meta.namespace : '');
+  const name = request.name || (typeof meta.name === 'string' ? meta.name : '');
+  if (namespace) identity.namespace = namespace;
+  if (name) identity.name = name;
+  else if (typeof meta.generateName === 'string') identity.generateName = meta.generateName;
+  return identity;
+}
+
+export function createWebhookApp(options: WebhookAppOptions): express.Express {
+  const { inject, injection, logger, metrics, bodyLimitBytes, notReadyReason } = options;
+  const isClosing = options.isClosing ?? (() => false);
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  function reject(req: Request, res: Response, status: number, problem: string): void {
+    metrics.rejectedRequests.inc({ status: String(status) });
+    logger.warn(
+      {
+        status,
+        problem,
+        method: req.method,
+        path: req.path,
+        contentType: req.get('content-type'),
+        contentLength: req.get('content-length'),
+        remoteAddress: req.socket.remoteAddress,
+      },
+      'admission request refused',
+    );
+    sendProblem(res, status, problem);
+  }
+
+  app.use((_req, res, next) => {
+    if (isClosing()) res.set('Connection', 'close');
+    next();
+  });
+
+  const startTimer: RequestHandler = (_req, res, next) => {
+    res.locals.started = process.hrtime.bigint();
+    next();
+  };
+
+  // Checked before parsing so a wrong type is a 415 naming it, not a silently empty body.
+  const requireJson: RequestHandler = (req, res, next) => {
+    const length = req.get('content-length');
+    const hasBody = req.get('transfer-encoding') !== undefined || (length !== undefined && length !== '0');
+    if (!hasBody) return reject(req, res, 400, `the request body is empty; expected an AdmissionReview (${JSON_TYPE})`);
+    const contentType = req.get('content-type');
+    if (contentType === undefined) return reject(req, res, 415, `Content-Type is missing; it must be ${JSON_TYPE}`);
+    const mediaType = contentType.split(';', 1)[0]?.trim().toLowerCase();
+    if (mediaType !== JSON_TYPE) {
+      return reject(req, res, 415, `Content-Type must be ${JSON_TYPE}, got ${JSON.stringify(contentType)}`);
+    }
+    next();
+  };
+
+  // strict: false lets a body that is JSON but not an object reach the decoder, which says what it is.
+  const parseJson = express.json({ limit: bodyLimitBytes, type: JSON_TYPE, strict: false });
+
+  const mutate: RequestHandler = (req, res) => {
+    let request: AdmissionRequest;
+    try {
+      request = decodeAdmissionReview(req.body).request;
+    } catch (error) {
+      if (error instanceof AdmissionDecodeError) return reject(req, res, 400, error.message);
+      throw error;
+    }
+    const fields = {
+      uid: request.uid,
+      ...podIdentity(request),
+      operation: request.operation,
+      dryRun: request.dryRun === true,
+    };
+    let outcome: AdmissionOutcome;
+    let reason: string;
+    let answer: ReturnType<typeof allowed>;
+    try {
+      // dryRun changes nothing here: the injector has no side effects to skip.
+      const result = inject(request.object, injection);
+      outcome = outcomeOf(result.reason);
+      reason = result.reason;
+      answer = patched(request.uid, result.patch, result.warnings);
+      logger.info(
+        { ...fields, outcome, reason, detail: result.message, patchOperations: result.patch.length, warnings: result.warnings },
+        'admission answered',
+      );
+    } catch (error) {
+      outcome = 'error';
+      reason = INJECTOR_ERROR_REASON;
+      answer = allowed(request.uid, [INJECTOR_ERROR_WARNING]);
+      logger.error({ ...fields, outcome, reason, err: error }, 'injector failed, pod admitted unchanged');
+    }
+    metrics.admissions.inc({ outcome, reason });
+    const started = res.locals.started as bigint | undefined;
+    if (started !== undefined) {
+      metrics.admissionDuration.observe({ outcome }, Number(process.hrtime.bigint() - started) / 1e9);
+    }
+    res.status(200).json(answer);
+  };
+
+  app.post('/mutate', startTimer, requireJson, parseJson, mutate);
+  app.all('/mutate', (req, res) => {
+    res.set('Allow', 'POST');
+    reject(req, res, 405, `method ${req.method} is not allowed on /mutate; use POST`);
+  });
+
+  app.get('/healthz', (_req, res) => {
+    res.type('text/plain').send('ok\n');
+  });
+
+  app.get('/readyz', (_req, res) => {
+    const reason = notReadyReason();
+    if (reason === undefined) res.type('text/plain').send('ok\n');
+    else res.status(503).type('text/plain').send(`not ready: ${reason}\n`);
+  });
+
+  app.get('/metrics', async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+
+  app.use((req, res) => {
+    sendProblem(res, 404, `no route for ${req.method} ${req.path}; the webhook serves POST /mutate, GET /healthz, /readyz, /metrics`);
+  });
+
+  const handleError: ErrorRequestHandler = (error, req, res, _next) => {
+    // body-parser's errors carry a `type` and the status that fits the client's mistake.
+    const type = typeof error?.type === 'string' ? (error.type as string) : undefined;
+    const status = typeof error?.status === 'number' ? (error.status as number) : 500;
+    if (res.headersSent) {
+      logger.error({ err: error, path: req.path }, 'error after the answer was sent');
+      return;
+    }
+    switch (type) {
+      case 'entity.too.large':
+        return reject(req, res, 413, `the request body is larger than the limit of ${bodyLimitBytes} bytes`);
+      case 'entity.parse.failed':
+        return reject(req, res, 400, `the request body is not valid JSON: ${error.message}`);
+      case 'encoding.unsupported':
+      case 'charset.unsupported':
+        return reject(req, res, 415, error.message);
+      case 'request.aborted':
+        logger.warn({ path: req.path, remoteAddress: req.socket.remoteAddress }, 'client went away before sending the whole body');
+        return;
+    }
+    if (status >= 400 && status < 500) return reject(req, res, status, error.message ?? 'bad request');
+    logger.error({ err: error, method: req.method, path: req.path }, 'unexpected error while answering');
+    sendProblem(res, 500, 'internal error; see the webhook logs');
+  };
+  app.use(handleError);
+
+  return app;
+}

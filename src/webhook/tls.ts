@@ -1,0 +1,238 @@
+/**
+ * The serving certificate, loaded from files and reloaded when they change,
+ * without a restart: cert-manager renews the Secret, the kubelet updates the
+ * mounted volume, new TLS connections get the new pair.
+ *
+ * The kubelet updates a Secret volume by writing a new timestamped directory
+ * and renaming the `..data` symlink onto it, so the files themselves never
+ * change in place: the watch is on the directory. Watches can still be lost
+ * (the watched directory replaced, inotify limits), so a poll re-reads the
+ * files every few seconds too; the pair is swapped only when its bytes
+ * changed. A new pair that does not load is refused and the old one keeps
+ * serving (Linkerd's creds_watcher, controller-runtime's certwatcher).
+ */
+import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
+import { type FSWatcher, watch } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { createSecureContext, type Server } from 'node:tls';
+import type { Logger } from '../log.ts';
+import type { WebhookMetrics } from './metrics.ts';
+
+export interface CertificatePair {
+  cert: Buffer;
+  key: Buffer;
+  /** Hex serial number of the leaf certificate, as OpenSSL prints it. */
+  serialNumber: string;
+  subject: string;
+  notAfter: Date;
+}
+
+export interface CertificateSourceOptions {
+  certFile: string;
+  keyFile: string;
+  logger: Logger;
+  metrics: Pick<WebhookMetrics, 'certificateReloads' | 'certificateReloadErrors' | 'certificateExpiry'>;
+  /** How often the files are re-read whatever the watch says; 0 turns the poll off. Default 5000. */
+  pollIntervalMs?: number;
+  /** Quiet time after a directory event before reading, so a swap in several steps is read once. Default 100. */
+  debounceMs?: number;
+}
+
+export type ReloadResult = 'unchanged' | 'reloaded' | 'failed';
+
+export interface CertificateSource {
+  /** The pair new connections get. */
+  current(): CertificatePair;
+  /** Swaps every later pair into this server (setSecureContext) and starts watching. */
+  attach(server: Server): void;
+  /** Re-reads the files now; what the watch and the poll call. */
+  reload(trigger?: string): Promise<ReloadResult>;
+  /** Stops watching and polling. */
+  close(): void;
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+async function readPem(file: string, what: string): Promise<Buffer> {
+  try {
+    return await readFile(file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new Error(`reading ${what} ${file}: ${code ?? errorMessage(error)}`);
+  }
+}
+
+/**
+ * Checks that the bytes are a certificate and the private key that belongs to
+ * it, still valid, and acceptable to OpenSSL as a server context. Errors name
+ * the file and what is wrong with it.
+ */
+export function parseCertificatePair(cert: Buffer, key: Buffer, certFile: string, keyFile: string, now = new Date()): CertificatePair {
+  let x509: X509Certificate;
+  try {
+    x509 = new X509Certificate(cert);
+  } catch (error) {
+    throw new Error(`parsing serving certificate ${certFile}: ${errorMessage(error)}`);
+  }
+  let privateKey: ReturnType<typeof createPrivateKey>;
+  try {
+    privateKey = createPrivateKey(key);
+  } catch (error) {
+    throw new Error(`parsing private key ${keyFile}: ${errorMessage(error)}`);
+  }
+  if (!x509.checkPrivateKey(privateKey)) {
+    throw new Error(`serving certificate ${certFile} (serial ${x509.serialNumber}) does not match private key ${keyFile}`);
+  }
+  const notAfter = new Date(x509.validTo);
+  if (notAfter.getTime() <= now.getTime()) {
+    throw new Error(`serving certificate ${certFile} (serial ${x509.serialNumber}) expired at ${notAfter.toISOString()}`);
+  }
+  try {
+    // The chain in the file, if any, must load too; the API server sees all of it.
+    createSecureContext({ cert, key });
+  } catch (error) {
+    throw new Error(`loading serving certificate ${certFile} with key ${keyFile}: ${errorMessage(error)}`);
+  }
+  return { cert, key, serialNumber: x509.serialNumber, subject: x509.subject.replaceAll('\n', ', '), notAfter };
+}
+
+export async function loadCertificatePair(certFile: string, keyFile: string): Promise<CertificatePair> {
+  const [cert, key] = await Promise.all([readPem(certFile, 'serving certificate'), readPem(keyFile, 'private key')]);
+  return parseCertificatePair(cert, key, certFile, keyFile);
+}
+
+function fingerprint(cert: Buffer, key: Buffer): string {
+  return createHash('sha256').update(cert).update('\0').update(key).digest('hex');
+}
+
+/**
+ * Loads the pair once (rejecting with the reason when it cannot) and returns
+ * a source that keeps it current. Watching starts with `attach`.
+ */
+export async function createCertificateSource(options: CertificateSourceOptions): Promise<CertificateSource> {
+  const { certFile, keyFile, logger, metrics } = options;
+  const pollIntervalMs = options.pollIntervalMs ?? 5000;
+  const debounceMs = options.debounceMs ?? 100;
+
+  let current = await loadCertificatePair(certFile, keyFile);
+  let currentPrint = fingerprint(current.cert, current.key);
+  // The last refused input, so a bad pair is counted and logged once, not at every poll.
+  let lastFailure: string | undefined;
+  let server: Server | undefined;
+  let closed = false;
+  const watchers = new Map<string, FSWatcher>();
+  let pollTimer: NodeJS.Timeout | undefined;
+  let debounceTimer: NodeJS.Timeout | undefined;
+  let running: Promise<ReloadResult> = Promise.resolve('unchanged');
+
+  metrics.certificateReloads.inc();
+  metrics.certificateExpiry.set(current.notAfter.getTime() / 1000);
+  logger.info(
+    { certFile, keyFile, serialNumber: current.serialNumber, subject: current.subject, notAfter: current.notAfter.toISOString(), trigger: 'start' },
+    'serving certificate loaded',
+  );
+
+  async function reloadOnce(trigger: string): Promise<ReloadResult> {
+    let cert: Buffer;
+    let key: Buffer;
+    let pair: CertificatePair;
+    let print: string | undefined;
+    try {
+      [cert, key] = await Promise.all([readPem(certFile, 'serving certificate'), readPem(keyFile, 'private key')]);
+      print = fingerprint(cert, key);
+      if (print === currentPrint) {
+        lastFailure = undefined;
+        return 'unchanged';
+      }
+      pair = parseCertificatePair(cert, key, certFile, keyFile);
+    } catch (error) {
+      const message = errorMessage(error);
+      const failure = print ?? message;
+      if (failure !== lastFailure) {
+        lastFailure = failure;
+        metrics.certificateReloadErrors.inc();
+        logger.error(
+          { certFile, keyFile, trigger, err: message, servingSerialNumber: current.serialNumber },
+          'new serving certificate refused, the previous one keeps serving',
+        );
+      }
+      return 'failed';
+    }
+    if (closed) return 'unchanged';
+    server?.setSecureContext({ cert: pair.cert, key: pair.key });
+    const previous = current;
+    current = pair;
+    currentPrint = print;
+    lastFailure = undefined;
+    metrics.certificateReloads.inc();
+    metrics.certificateExpiry.set(pair.notAfter.getTime() / 1000);
+    logger.info(
+      {
+        certFile,
+        keyFile,
+        trigger,
+        serialNumber: pair.serialNumber,
+        subject: pair.subject,
+        notAfter: pair.notAfter.toISOString(),
+        previousSerialNumber: previous.serialNumber,
+      },
+      'serving certificate reloaded',
+    );
+    return 'reloaded';
+  }
+
+  function reload(trigger = 'manual'): Promise<ReloadResult> {
+    // One read at a time: a watch event and a poll tick must not race to swap.
+    running = running.then(() => reloadOnce(trigger));
+    return running;
+  }
+
+  function watchDirectories(): void {
+    for (const dir of new Set([dirname(certFile), dirname(keyFile)])) {
+      if (watchers.has(dir)) continue;
+      try {
+        const watcher = watch(dir, { persistent: false }, () => {
+          clearTimeout(debounceTimer);
+          debounceTimer = setTimeout(() => void reload('watch'), debounceMs);
+          debounceTimer.unref();
+        });
+        watcher.on('error', (error) => {
+          // The poll keeps reloading; the next tick tries to watch again.
+          logger.warn({ dir, err: errorMessage(error) }, 'lost the watch on the certificate directory');
+          watcher.close();
+          watchers.delete(dir);
+        });
+        watchers.set(dir, watcher);
+      } catch (error) {
+        logger.warn({ dir, err: errorMessage(error) }, 'cannot watch the certificate directory, relying on the poll');
+      }
+    }
+  }
+
+  return {
+    current: () => current,
+    attach(target: Server): void {
+      server = target;
+      if (closed) return;
+      watchDirectories();
+      if (pollIntervalMs > 0) {
+        pollTimer = setInterval(() => {
+          watchDirectories();
+          void reload('poll');
+        }, pollIntervalMs);
+        pollTimer.unref();
+      }
+    },
+    reload,
+    close(): void {
+      closed = true;
+      clearInterval(pollTimer);
+      clearTimeout(debounceTimer);
+      for (const watcher of watchers.values()) watcher.close();
+      watchers.clear();
+    },
+  };
+}
