@@ -73,8 +73,8 @@ export function injectPod(submitted: unknown, settings: InjectionSettings): Inje
   adjustGracePeriod(pod, settings, warnings);
   if (pod.spec.hostNetwork) {
     warnings.push(
-      'leaderhook: hostNetwork pod: its hostname is the node\'s, so a Lease identity (hostname_uuid) cannot name this pod; ' +
-        'the release hook frees this pod\'s ConfigMap locks but never its Leases, which expire after their lease duration',
+      "leaderhook: hostNetwork pod: its hostname is the node's, so a Lease identity (hostname_uuid) cannot name this pod; " +
+        "the release hook frees this pod's ConfigMap locks but never its Leases, which expire after their lease duration",
     );
   }
   const wasInjected = original.metadata?.annotations?.[annotations.injected] !== undefined;

@@ -19,13 +19,7 @@ export interface InjectionSettings {
 }
 
 /** Why the injector did what it did: a constant for metrics, a sentence for people. */
-export type InjectionReason =
-  | 'injected'
-  | 'updated'
-  | 'alreadyInjected'
-  | 'optedOut'
-  | 'mirrorPod'
-  | 'notAPod';
+export type InjectionReason = 'injected' | 'updated' | 'alreadyInjected' | 'optedOut' | 'mirrorPod' | 'notAPod';
 
 export interface InjectionResult {
   reason: InjectionReason;

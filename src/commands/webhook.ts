@@ -1,0 +1,101 @@
+import type { V1ResourceRequirements } from '@kubernetes/client-node';
+import { UsageError, type FlagValues } from '../flags.ts';
+import type { InjectionSettings } from '../injector/index.ts';
+import { createLogger } from '../log.ts';
+import { version } from '../version.ts';
+import { startWebhookServer } from '../webhook/server.ts';
+
+const PULL_POLICIES = ['Always', 'IfNotPresent', 'Never'] as const;
+const QUANTITY = /^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
+/** SIGTERM: stop accepting, let in-flight reviews finish, and be gone well within the pod's grace period. */
+const SHUTDOWN_TIMEOUT_MS = 8_000;
+
+function hookResources(values: FlagValues): V1ResourceRequirements {
+  const pick = (flag: string): string | undefined => {
+    const value = values[flag] as string | undefined;
+    if (value === undefined || value === '') return undefined;
+    if (!QUANTITY.test(value)) throw new UsageError(`--${flag}: "${value}" is not a resource quantity (for example 10m, 48Mi)`);
+    return value;
+  };
+  const requests: Record<string, string> = {};
+  const limits: Record<string, string> = {};
+  for (const [flag, bucket, resource] of [
+    ['hook-cpu-request', requests, 'cpu'],
+    ['hook-memory-request', requests, 'memory'],
+    ['hook-cpu-limit', limits, 'cpu'],
+    ['hook-memory-limit', limits, 'memory'],
+  ] as const) {
+    const value = pick(flag);
+    if (value !== undefined) bucket[resource] = value;
+  }
+  return { ...(Object.keys(requests).length ? { requests } : {}), ...(Object.keys(limits).length ? { limits } : {}) };
+}
+
+/** Turns the webhook's flags into injection settings, refusing values that could only break pods. */
+export function injectionSettingsFromFlags(values: FlagValues): InjectionSettings {
+  const pullPolicy = values['hook-image-pull-policy'] as string;
+  if (!(PULL_POLICIES as readonly string[]).includes(pullPolicy)) {
+    throw new UsageError(`--hook-image-pull-policy: "${pullPolicy}" is not one of ${PULL_POLICIES.join(', ')}`);
+  }
+  const image = values['hook-image'] as string;
+  if (!image) throw new UsageError('--hook-image must name the leaderhook image');
+  const floor = Math.ceil(values['grace-period-floor'] as number);
+  const cap = Math.floor(values['grace-period-cap'] as number);
+  if (cap > 0 && cap < floor) throw new UsageError(`--grace-period-cap (${cap}s) is below --grace-period-floor (${floor}s)`);
+  return {
+    image,
+    imagePullPolicy: pullPolicy as InjectionSettings['imagePullPolicy'],
+    version,
+    gracePeriodFloorSeconds: floor,
+    ...(cap > 0 ? { gracePeriodCapSeconds: cap } : {}),
+    resources: hookResources(values),
+    observe: values.observe === true,
+  };
+}
+
+function parseListen(listen: string): { host: string; port: number } {
+  const match = /^(.*):(\d+)$/.exec(listen);
+  const port = Number(match?.[2]);
+  if (!match || port > 65535) throw new UsageError(`--listen: "${listen}" is not host:port`);
+  return { host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port };
+}
+
+export async function runWebhookCommand(values: FlagValues): Promise<void> {
+  const injection = injectionSettingsFromFlags(values);
+  const dev = values.dev === true;
+  const listenFlagSet = process.argv.some((a) => a.startsWith('--listen')) || process.env.LEADERHOOK_LISTEN;
+  const { host, port } = parseListen(dev && !listenFlagSet ? '127.0.0.1:8443' : (values.listen as string));
+  const certsDir = values['certs-dir'] as string;
+  const logger = createLogger('webhook');
+  const server = await startWebhookServer({
+    host,
+    port,
+    dev,
+    certsDir,
+    certFile: dev ? `${certsDir}/tls.crt` : (values['tls-cert-file'] as string),
+    keyFile: dev ? `${certsDir}/tls.key` : (values['tls-key-file'] as string),
+    bodyLimitBytes: values['body-limit'] as number,
+    injection,
+    logger,
+  });
+  logger.info({ version, injection }, 'injection settings');
+
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      logger.info({ signal }, 'shutting down: no new connections, finishing in-flight reviews');
+      const deadline = setTimeout(() => {
+        logger.warn({ timeoutMs: SHUTDOWN_TIMEOUT_MS }, 'in-flight reviews did not finish in time; exiting anyway');
+        resolve();
+      }, SHUTDOWN_TIMEOUT_MS);
+      deadline.unref();
+      server.close().then(resolve, (error: unknown) => {
+        logger.error({ err: error }, 'error while shutting down');
+        resolve();
+      });
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  logger.flush();
+  process.exit(0);
+}

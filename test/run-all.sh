@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# `npm test`: everything, in the order that fails fastest.
+#   1. type-check, lint, format check
+#   2. unit, golden and HTTP tests (no cluster)
+#   3. the local Kubernetes cluster (built from the official Go modules) comes up,
+#      the test images are built and imported, and the integration and
+#      end-to-end tests run inside the cluster's network namespace
+#   4. the cluster goes down again (also on failure)
+# LEADERHOOK_SKIP_CLUSTER=1 stops after step 2. LEADERHOOK_KEEP_CLUSTER=1 leaves
+# the cluster running. With LEADERHOOK_KUBECONFIG set, step 3 uses that cluster
+# instead of building one (see docs/cluster.md).
+set -uo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+node="$repo/node_modules/.bin/node"
+log_dir="$(mktemp -d)"
+passed=0 failed=0 status=0
+
+step_start=0
+step() { step_start=$(date +%s); printf '\n=== %s\n' "$*"; }
+step_done() { printf '=== done in %ss\n' "$(($(date +%s) - step_start))"; }
+
+# count FILE: add node's test runner summary in FILE to the totals.
+count() {
+	local p f
+	p=$(grep -E '^ℹ pass [0-9]+' "$1" | awk '{s+=$3} END {print s+0}')
+	f=$(grep -E '^ℹ fail [0-9]+' "$1" | awk '{s+=$3} END {print s+0}')
+	passed=$((passed + p)) failed=$((failed + f))
+}
+
+run_tests() { # run_tests NAME [PREFIX...] -- FILES...
+	local name="$1" prefix=() out="$log_dir/$1.log"
+	shift
+	while [[ "$1" != -- ]]; do prefix+=("$1"); shift; done
+	shift
+	"${prefix[@]}" "$node" --test --test-concurrency=1 "$@" 2>&1 | tee "$out"
+	local rc=${PIPESTATUS[0]}
+	count "$out"
+	[[ $rc -eq 0 ]] || status=1
+}
+
+step "type-check, lint, format"
+npm run -s typecheck || status=1
+npm run -s lint || status=1
+npm run -s format:check >/dev/null || { echo "formatting differs: run npm run format" >&2; status=1; }
+step_done
+
+step "unit, golden and HTTP tests"
+run_tests unit -- 'test/unit/**/*.test.ts'
+step_done
+
+if [[ "${LEADERHOOK_SKIP_CLUSTER:-}" != 1 ]]; then
+	cluster_started=0
+	if [[ -z "${LEADERHOOK_KUBECONFIG:-}" ]]; then
+		step "local Kubernetes cluster"
+		if bash test/cluster/up.sh; then cluster_started=1; else status=1; fi
+		step_done
+	fi
+	if [[ -n "${LEADERHOOK_KUBECONFIG:-}" || $cluster_started == 1 ]]; then
+		step "test images"
+		bash test/images/build-test-images.sh && bash test/operators/build.sh && bash scripts/build-local-image.sh || status=1
+		step_done
+		step "integration and end-to-end tests (real cluster)"
+		in_cluster=()
+		[[ -z "${LEADERHOOK_KUBECONFIG:-}" ]] && in_cluster=(bash test/cluster/in-netns.sh)
+		run_tests cluster "${in_cluster[@]}" -- 'test/integration/**/*.test.ts' 'test/e2e/**/*.test.ts'
+		step_done
+	fi
+	if [[ $cluster_started == 1 && "${LEADERHOOK_KEEP_CLUSTER:-}" != 1 ]]; then
+		step "cluster down"
+		bash test/cluster/down.sh || status=1
+		step_done
+	fi
+fi
+
+rm -rf "$log_dir"
+echo
+echo "tests: $passed passed, $failed failed"
+exit $status
