@@ -103,9 +103,7 @@ export function decodeAdmissionReview(body: unknown): AdmissionReview & { reques
   if (kind === undefined || kind === null) throw new AdmissionDecodeError('request.kind is missing');
   if (!isObject(kind)) throw new AdmissionDecodeError(`request.kind must be an object, got ${describe(kind)}`);
   if (kind.group !== POD_KIND.group || kind.version !== POD_KIND.version || kind.kind !== POD_KIND.kind) {
-    throw new AdmissionDecodeError(
-      `request.kind must be /v1, Kind=Pod (leaderhook only mutates pods), got ${formatKind(kind)}`,
-    );
+    throw new AdmissionDecodeError(`request.kind must be /v1, Kind=Pod (leaderhook only mutates pods), got ${formatKind(kind)}`);
   }
   if (request.object === undefined || request.object === null) {
     throw new AdmissionDecodeError('request.object is missing');

@@ -39,6 +39,11 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 // EC P-256 keys: generated in milliseconds, accepted by Go's TLS (the API server) and Node alike.
 const KEY_OPTIONS = { keyType: 'ec', curve: 'P-256', algorithm: 'sha256' } as const;
 
+/** PEM files end with a newline, so files can be concatenated into a chain or bundle. */
+function withNewline(pem: string): string {
+  return pem.endsWith('\n') ? pem : `${pem}\n`;
+}
+
 /** A CA for development, valid ten years. */
 export async function createCertificateAuthority(commonName = 'leaderhook development CA'): Promise<PemPair> {
   const notBeforeDate = new Date(Date.now() - 60_000);
@@ -51,7 +56,7 @@ export async function createCertificateAuthority(commonName = 'leaderhook develo
       { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
     ],
   });
-  return { cert: pems.cert, key: pems.private };
+  return { cert: withNewline(pems.cert), key: withNewline(pems.private) };
 }
 
 /**
@@ -78,7 +83,7 @@ export async function issueServingCertificate(ca: PemPair, hosts: readonly strin
       },
     ],
   });
-  return { cert: pems.cert, key: pems.private };
+  return { cert: withNewline(pems.cert), key: withNewline(pems.private) };
 }
 
 /** Why the files in `dir` cannot be reused, or undefined when they can. */
@@ -114,11 +119,7 @@ async function writeAtomically(file: string, data: string, mode: number): Promis
  * creating a new set when anything is missing, unreadable, expiring within a
  * day or not covering a host. The key is written with mode 0600.
  */
-export async function ensureDevCertificates(
-  dir: string,
-  logger: Logger,
-  hosts: readonly string[] = DEFAULT_DEV_HOSTS,
-): Promise<DevCertificateFiles> {
+export async function ensureDevCertificates(dir: string, logger: Logger, hosts: readonly string[] = DEFAULT_DEV_HOSTS): Promise<DevCertificateFiles> {
   const files: DevCertificateFiles = {
     caFile: join(dir, 'ca.crt'),
     certFile: join(dir, 'tls.crt'),

@@ -37,6 +37,8 @@ export interface CertificateSourceOptions {
   pollIntervalMs?: number;
   /** Quiet time after a directory event before reading, so a swap in several steps is read once. Default 100. */
   debounceMs?: number;
+  /** Watch the directories for changes; the poll alone when false. Default true. */
+  watch?: boolean;
 }
 
 export type ReloadResult = 'unchanged' | 'reloaded' | 'failed';
@@ -116,6 +118,7 @@ export async function createCertificateSource(options: CertificateSourceOptions)
   const { certFile, keyFile, logger, metrics } = options;
   const pollIntervalMs = options.pollIntervalMs ?? 5000;
   const debounceMs = options.debounceMs ?? 100;
+  const watchEnabled = options.watch ?? true;
 
   let current = await loadCertificatePair(certFile, keyFile);
   let currentPrint = fingerprint(current.cert, current.key);
@@ -191,6 +194,7 @@ export async function createCertificateSource(options: CertificateSourceOptions)
   }
 
   function watchDirectories(): void {
+    if (!watchEnabled || closed) return;
     for (const dir of new Set([dirname(certFile), dirname(keyFile)])) {
       if (watchers.has(dir)) continue;
       try {

@@ -46,11 +46,14 @@ describe('decodeAdmissionReview', () => {
   ];
   for (const [name, body, message] of cases) {
     it(`refuses ${name}`, () => {
-      assert.throws(() => decodeAdmissionReview(body), (error: unknown) => {
-        assert.ok(error instanceof AdmissionDecodeError);
-        assert.match(error.message, message);
-        return true;
-      });
+      assert.throws(
+        () => decodeAdmissionReview(body),
+        (error: unknown) => {
+          assert.ok(error instanceof AdmissionDecodeError);
+          assert.match(error.message, message);
+          return true;
+        },
+      );
     });
   }
 });

@@ -1,0 +1,237 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { connect } from 'node:tls';
+import { gzipSync } from 'node:zlib';
+import type { V1Pod } from '@kubernetes/client-node';
+import fastJsonPatch, { type Operation } from 'fast-json-patch';
+import { INJECTOR_ERROR_WARNING } from '../../../src/webhook/app.ts';
+import { type HttpResult, postJson, readTestdata, startTestServer, type TestServer } from './support.ts';
+
+interface ReviewAnswer {
+  apiVersion: string;
+  kind: string;
+  response: { uid: string; allowed: boolean; patchType?: string; patch?: string; warnings?: string[] };
+}
+
+function answerOf(result: HttpResult): ReviewAnswer {
+  assert.equal(result.status, 200, result.body);
+  return JSON.parse(result.body) as ReviewAnswer;
+}
+
+function patchOf(answer: ReviewAnswer): Operation[] {
+  assert.equal(answer.response.patchType, 'JSONPatch');
+  return JSON.parse(Buffer.from(answer.response.patch ?? '', 'base64').toString('utf8')) as Operation[];
+}
+
+function errorOf(result: HttpResult): string {
+  return (JSON.parse(result.body) as { error: string }).error;
+}
+
+describe('webhook server', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(async () => {
+    await server.cleanup();
+  });
+
+  it('answers a kubebuilder pod with a patch that applies to the submitted object', async () => {
+    const body = await readTestdata('kubebuilder-pod.review.json');
+    const submitted = JSON.parse(body) as { request: { uid: string; object: V1Pod } };
+    const answer = answerOf(await postJson(server, body));
+    assert.equal(answer.apiVersion, 'admission.k8s.io/v1');
+    assert.equal(answer.kind, 'AdmissionReview');
+    assert.equal(answer.response.uid, submitted.request.uid);
+    assert.equal(answer.response.allowed, true);
+
+    const pod = fastJsonPatch.applyPatch(structuredClone(submitted.request.object), patchOf(answer), true, false).newDocument;
+    const hooks = (pod.spec?.initContainers ?? []).filter((c) => c.restartPolicy === 'Always');
+    assert.equal(hooks.length, 1, 'exactly one native sidecar is injected');
+    assert.equal(pod.spec?.initContainers?.at(-1), hooks[0], 'the hook is the last init container');
+    assert.ok(pod.metadata?.annotations?.['leaderhook.io/injected'], 'the injected annotation is set');
+    assert.equal(pod.metadata?.annotations?.['kubectl.kubernetes.io/default-container'], 'manager', 'existing annotations kept');
+    for (const container of pod.spec?.containers ?? []) {
+      assert.ok(container.env?.some((e) => e.name === 'POD_NAME' && e.valueFrom?.fieldRef?.fieldPath === 'metadata.name'));
+    }
+
+    const line = server.lines.find((l) => l.msg === 'admission answered' && l.uid === submitted.request.uid);
+    assert.ok(line, 'one log line per admission');
+    assert.equal(line.namespace, 'memcached-operator-system');
+    assert.equal(line.generateName, 'memcached-operator-controller-manager-7c9d8b5f4-');
+    assert.equal(line.outcome, 'injected');
+    assert.equal(line.reason, 'injected');
+  });
+
+  it('answers a pod with no env, initContainers or annotations, and its own output with no patch', async () => {
+    const body = await readTestdata('minimal-pod.review.json');
+    const submitted = JSON.parse(body) as { request: { object: V1Pod } };
+    const first = answerOf(await postJson(server, body));
+    const pod = fastJsonPatch.applyPatch(structuredClone(submitted.request.object), patchOf(first), true, false).newDocument;
+
+    const again = JSON.parse(body) as { request: { uid: string; object: V1Pod } };
+    again.request.uid = 'second-pass';
+    again.request.object = pod;
+    const second = answerOf(await postJson(server, JSON.stringify(again)));
+    assert.equal(second.response.uid, 'second-pass');
+    assert.equal(second.response.allowed, true);
+    assert.equal(second.response.patch, undefined, 'an injected pod is left alone');
+  });
+
+  it('handles a dryRun request the same way', async () => {
+    const review = JSON.parse(await readTestdata('minimal-pod.review.json'));
+    review.request.dryRun = true;
+    review.request.uid = 'dry-run-uid';
+    const answer = answerOf(await postJson(server, JSON.stringify(review)));
+    assert.equal(answer.response.uid, 'dry-run-uid');
+    assert.ok(patchOf(answer).length > 0);
+    assert.equal(server.lines.find((l) => l.uid === 'dry-run-uid')?.dryRun, true);
+  });
+
+  it('accepts a charset parameter and a gzip body', async () => {
+    const body = await readTestdata('minimal-pod.review.json');
+    const withCharset = await postJson(server, body, { 'content-type': 'application/json; charset=utf-8' });
+    assert.equal(answerOf(withCharset).response.allowed, true);
+    const zipped = gzipSync(body);
+    const gzipped = await postJson(server, zipped, { 'content-encoding': 'gzip' });
+    assert.equal(answerOf(gzipped).response.allowed, true);
+  });
+
+  const badBodies: Array<[string, RegExp]> = [
+    ['bad/not-json.txt', /^the request body is not valid JSON: /],
+    ['bad/array.json', /must be a JSON object \(an AdmissionReview\), got an array/],
+    ['bad/wrong-api-version.json', /apiVersion must be admission.k8s.io\/v1, got "admission.k8s.io\/v1beta1"/],
+    ['bad/wrong-kind.json', /kind must be AdmissionReview, got "ConversionReview"/],
+    ['bad/missing-request.json', /^request is missing$/],
+    ['bad/missing-uid.json', /^request.uid is missing$/],
+    ['bad/missing-object.json', /^request.object is missing$/],
+    ['bad/not-a-pod.json', /request.kind must be \/v1, Kind=Pod .*got apps\/v1, Kind=Deployment/],
+  ];
+  for (const [file, message] of badBodies) {
+    it(`answers ${file} with 400 naming the problem`, async () => {
+      const result = await postJson(server, await readTestdata(file));
+      assert.equal(result.status, 400, result.body);
+      assert.match(result.headers['content-type'] as string, /application\/json/);
+      assert.match(errorOf(result), message);
+    });
+  }
+
+  it('answers a wrong or missing Content-Type with 415', async () => {
+    const body = await readTestdata('minimal-pod.review.json');
+    const text = await postJson(server, body, { 'content-type': 'text/plain' });
+    assert.equal(text.status, 415);
+    assert.match(errorOf(text), /Content-Type must be application\/json, got "text\/plain"/);
+    const yaml = await postJson(server, body, { 'content-type': 'application/yaml' });
+    assert.equal(yaml.status, 415);
+    const missing = await server.request('/mutate', {
+      method: 'POST',
+      headers: { 'content-length': Buffer.byteLength(body) },
+      body,
+    });
+    assert.equal(missing.status, 415);
+    assert.match(errorOf(missing), /Content-Type is missing/);
+  });
+
+  it('answers an unsupported charset or encoding with 415', async () => {
+    const body = await readTestdata('minimal-pod.review.json');
+    const latin = await postJson(server, body, { 'content-type': 'application/json; charset=latin1' });
+    assert.equal(latin.status, 415);
+    assert.match(errorOf(latin), /charset/i);
+    const brotliClaim = await postJson(server, body, { 'content-encoding': 'compress' });
+    assert.equal(brotliClaim.status, 415);
+    assert.match(errorOf(brotliClaim), /encoding/i);
+  });
+
+  it('answers an empty body with 400', async () => {
+    const result = await postJson(server, '');
+    assert.equal(result.status, 400);
+    assert.match(errorOf(result), /request body is empty/);
+  });
+
+  it('answers a body over the limit with 413', async () => {
+    const review = JSON.parse(await readTestdata('minimal-pod.review.json'));
+    review.request.object.metadata.annotations = { padding: 'x'.repeat(70 * 1024) };
+    const result = await postJson(server, JSON.stringify(review));
+    assert.equal(result.status, 413);
+    assert.match(errorOf(result), /larger than the limit of 65536 bytes/);
+  });
+
+  it('answers other methods on /mutate with 405 and unknown paths with 404', async () => {
+    const get = await server.request('/mutate');
+    assert.equal(get.status, 405);
+    assert.equal(get.headers.allow, 'POST');
+    assert.match(errorOf(get), /method GET is not allowed on \/mutate/);
+    const unknown = await server.request('/validate', { method: 'POST' });
+    assert.equal(unknown.status, 404);
+    assert.match(errorOf(unknown), /no route for POST \/validate/);
+  });
+
+  it('serves healthz and readyz', async () => {
+    const health = await server.request('/healthz');
+    assert.equal(health.status, 200);
+    const ready = await server.request('/readyz');
+    assert.equal(ready.status, 200);
+  });
+
+  it('exports the admission and certificate metrics', async () => {
+    const result = await server.request('/metrics');
+    assert.equal(result.status, 200);
+    assert.match(result.headers['content-type'] as string, /^text\/plain; version=0.0.4/);
+    const text = result.body;
+    const injected = /leaderhook_admissions_total\{outcome="injected",reason="injected"\} (\d+)/.exec(text);
+    assert.ok(injected && Number(injected[1]) >= 3, `injected admissions counted:\n${text.slice(0, 2000)}`);
+    assert.match(text, /leaderhook_admissions_total\{outcome="skipped",reason="alreadyInjected"\} [1-9]/);
+    assert.match(text, /leaderhook_admissions_total\{outcome="error",reason="injectorError"\} 0/);
+    assert.match(text, /leaderhook_admission_duration_seconds_count\{outcome="injected"\} [1-9]/);
+    assert.match(text, /leaderhook_admission_rejected_requests_total\{status="400"\} [1-9]/);
+    assert.match(text, /leaderhook_admission_rejected_requests_total\{status="413"\} 1/);
+    assert.match(text, /leaderhook_certificate_reloads_total 1/);
+    assert.match(text, /leaderhook_certificate_reload_errors_total 0/);
+    const expiry = /leaderhook_certificate_expiry_timestamp_seconds (\d+)/.exec(text);
+    assert.ok(expiry && Number(expiry[1]) > Date.now() / 1000, 'expiry is in the future');
+    assert.match(text, /process_cpu_seconds_total/);
+  });
+
+  it('refuses a client that does not trust the certificate, and keeps serving', async () => {
+    await new Promise<void>((resolve) => {
+      const socket = connect({ host: '127.0.0.1', port: server.webhook.address.port, rejectUnauthorized: true });
+      socket.on('error', () => resolve());
+      socket.on('secureConnect', () => {
+        socket.destroy();
+        resolve();
+      });
+    });
+    assert.equal((await server.request('/healthz')).status, 200);
+  });
+});
+
+describe('webhook server with a failing injector', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({
+      inject: () => {
+        throw new TypeError('cannot read properties of undefined');
+      },
+    });
+  });
+  after(async () => {
+    await server.cleanup();
+  });
+
+  it('admits the pod unchanged with a warning, an error log line and a metric', async () => {
+    const answer = answerOf(await postJson(server, await readTestdata('kubebuilder-pod.review.json')));
+    assert.equal(answer.response.uid, '0df28fbd-5f5f-4b3b-a3f4-6ee7f2bd4d47');
+    assert.equal(answer.response.allowed, true);
+    assert.equal(answer.response.patch, undefined);
+    assert.deepEqual(answer.response.warnings, [INJECTOR_ERROR_WARNING]);
+
+    const line = server.lines.find((l) => l.msg === 'injector failed, pod admitted unchanged');
+    assert.ok(line);
+    assert.equal(line.level, 'error');
+    assert.equal(line.uid, '0df28fbd-5f5f-4b3b-a3f4-6ee7f2bd4d47');
+    assert.match(JSON.stringify(line.err), /cannot read properties of undefined/);
+
+    const metrics = (await server.request('/metrics')).body;
+    assert.match(metrics, /leaderhook_admissions_total\{outcome="error",reason="injectorError"\} 1/);
+  });
+});
