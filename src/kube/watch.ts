@@ -1,0 +1,196 @@
+import type { Logger } from 'pino';
+import { backoffDelay, sleep } from './backoff.ts';
+import type { KubeClient } from './client.ts';
+import { errorFromStatus, isGone, KubeApiError } from './errors.ts';
+import type { KubeObject, List, WatchEvent } from './types.ts';
+
+export interface WatchOptions {
+  client: KubeClient;
+  /** Collection path, e.g. /api/v1/namespaces/x/configmaps */
+  path: string;
+  fieldSelector?: string;
+  labelSelector?: string;
+  /**
+   * `list-watch`: list, then watch from the list's resourceVersion (needs
+   * the list verb). `watch`: watch only; a watch without resourceVersion
+   * starts with a synthetic ADDED for every existing object, which serves as
+   * the list (for resources the caller may watch but not list).
+   */
+  mode: 'list-watch' | 'watch';
+  /** Names the watched thing in log lines. */
+  what: string;
+  logger: Logger;
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** Reconnect when the stream stays silent this long (bookmarks arrive about once a minute). */
+  idleTimeoutMs?: number;
+}
+
+export interface WatchHandlers<T> {
+  /** The complete current set (at start and after every relist): replaces what is known. */
+  onList?(items: T[]): void;
+  onEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', object: T): void;
+  /** Called on each change between connected and not (for metrics and reports). */
+  onHealth?(healthy: boolean): void;
+}
+
+export interface Watcher {
+  /** True once a list (or a first watch connection) has delivered the current state. */
+  readonly synced: boolean;
+  /** True while a watch stream is open and no relist is pending. */
+  readonly healthy: boolean;
+  stop(): void;
+  /** Settles when the loop has ended after stop(). */
+  readonly done: Promise<void>;
+}
+
+/**
+ * A reflector loop: list, watch from the list's resourceVersion, follow
+ * bookmarks, relist on 410 Gone, reconnect with capped exponential backoff on
+ * any other failure (API outage, RBAC denial, dead connection). It never
+ * throws and never gives up: the hook must outlive API-server restarts.
+ */
+export function startWatch<T extends KubeObject>(opts: WatchOptions, handlers: WatchHandlers<T>): Watcher {
+  const abort = new AbortController();
+  const initialMs = opts.initialBackoffMs ?? 500;
+  const maxMs = opts.maxBackoffMs ?? 30_000;
+  const idleTimeoutMs = opts.idleTimeoutMs ?? 90_000;
+  const log = opts.logger.child({ watch: opts.what });
+  let synced = false;
+  let healthy = false;
+  const setHealthy = (h: boolean) => {
+    if (h !== healthy) {
+      healthy = h;
+      handlers.onHealth?.(h);
+    }
+  };
+
+  async function listAll(): Promise<{ items: T[]; resourceVersion: string | undefined }> {
+    const items: T[] = [];
+    let cont: string | undefined;
+    let resourceVersion: string | undefined;
+    do {
+      const page = await opts.client.request<List<T>>({
+        method: 'GET',
+        path: opts.path,
+        query: { fieldSelector: opts.fieldSelector, labelSelector: opts.labelSelector, limit: 500, continue: cont },
+        signal: abort.signal,
+        timeoutMs: 30_000,
+      });
+      items.push(...(page.items ?? []));
+      cont = page.metadata?.continue || undefined;
+      resourceVersion = page.metadata?.resourceVersion;
+    } while (cont);
+    return { items, resourceVersion };
+  }
+
+  // A handler's own failure must not look like a broken watch.
+  function deliver(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      log.error({ err: (err as Error).message }, `handling an event of ${opts.what} failed`);
+    }
+  }
+
+  async function loop(): Promise<void> {
+    let resourceVersion: string | undefined;
+    let needList = opts.mode === 'list-watch';
+    let attempt = 0;
+    let lastWasGone = false;
+    while (!abort.signal.aborted) {
+      const openedAt = Date.now();
+      try {
+        if (needList) {
+          const list = await listAll();
+          resourceVersion = list.resourceVersion;
+          deliver(() => handlers.onList?.(list.items));
+          needList = false;
+          synced = true;
+          attempt = 0;
+        }
+        const res = await opts.client.openStream({
+          path: opts.path,
+          query: {
+            watch: true,
+            allowWatchBookmarks: true,
+            resourceVersion,
+            fieldSelector: opts.fieldSelector,
+            labelSelector: opts.labelSelector,
+            // spread reconnects of many hooks over time
+            timeoutSeconds: 240 + Math.floor(Math.random() * 120),
+          },
+          idleTimeoutMs,
+          signal: abort.signal,
+        });
+        setHealthy(true);
+        if (opts.mode === 'watch') synced = true;
+        res.setEncoding('utf8');
+        let buffer = '';
+        for await (const chunk of res as AsyncIterable<string>) {
+          buffer += chunk;
+          let nl = buffer.indexOf('\n');
+          while (nl >= 0) {
+            const line = buffer.slice(0, nl).trim();
+            buffer = buffer.slice(nl + 1);
+            nl = buffer.indexOf('\n');
+            if (!line) continue;
+            const event = JSON.parse(line) as WatchEvent<T>;
+            if (event.type === 'ERROR') throw errorFromStatus('WATCH', opts.path, event.object as never);
+            const rv = event.object?.metadata?.resourceVersion;
+            if (rv) resourceVersion = rv;
+            lastWasGone = false;
+            if (event.type === 'BOOKMARK') continue;
+            deliver(() => handlers.onEvent(event.type as 'ADDED' | 'MODIFIED' | 'DELETED', event.object));
+          }
+        }
+        // The server closed the stream at timeoutSeconds: resume from where we
+        // are. A stream that ends at once, again and again, still backs off.
+        if (Date.now() - openedAt > 5_000) attempt = 0;
+        else await sleep(backoffDelay(++attempt, initialMs, maxMs), abort.signal);
+      } catch (err) {
+        if (abort.signal.aborted) break;
+        setHealthy(false);
+        if (isGone(err)) {
+          // Our resourceVersion is older than etcd's compaction window: start
+          // over from the current state, at once the first time.
+          log.info({ err: (err as Error).message }, `watch of ${opts.what} expired (410 Gone), relisting`);
+          resourceVersion = undefined;
+          needList = opts.mode === 'list-watch';
+          if (!lastWasGone) {
+            lastWasGone = true;
+            continue;
+          }
+        } else {
+          lastWasGone = false;
+        }
+        attempt = Date.now() - openedAt > 60_000 ? 1 : attempt + 1;
+        const delay = backoffDelay(attempt, initialMs, maxMs);
+        const forbidden = err instanceof KubeApiError && (err.status === 401 || err.status === 403);
+        log[forbidden || attempt > 3 ? 'warn' : 'info'](
+          { err: (err as Error).message, attempt, retryInMs: delay },
+          `watch of ${opts.what} interrupted, retrying`,
+        );
+        await sleep(delay, abort.signal);
+      }
+    }
+    setHealthy(false);
+  }
+
+  const done = loop().catch((err: unknown) => {
+    log.error({ err: (err as Error).message }, `watch of ${opts.what} stopped unexpectedly`);
+  });
+
+  return {
+    get synced() {
+      return synced;
+    },
+    get healthy() {
+      return healthy;
+    },
+    stop() {
+      abort.abort();
+    },
+    done,
+  };
+}

@@ -1,0 +1,105 @@
+/**
+ * Process wiring for the release hook: SIGTERM runs R1 and exits 0 — in every
+ * case, since a non-zero exit of a native sidecar only adds noise to a pod
+ * that is stopping anyway. Run directly (`node src/releaser/main.ts`) it
+ * takes its settings from the environment, as the webhook injects them.
+ */
+import { inClusterConfig, kubeconfigConfig } from '../kube/config.ts';
+import { createKubeClient } from '../kube/client.ts';
+import { createLogger, type Logger } from '../log.ts';
+import { type ReleaserOptions, type RunningReleaser, runReleaser } from './releaser.ts';
+
+export interface ReleaseProcessOptions extends Omit<ReleaserOptions, 'client' | 'logger'> {
+  /** Use this kubeconfig instead of the pod's service account. */
+  kubeconfig?: string;
+  logger?: Logger;
+}
+
+/**
+ * Builds the client (in-cluster, or from a kubeconfig), starts the hook and
+ * installs the signal handlers. Resolves once the hook runs (not once it is
+ * ready: the pod must not wait for the API server).
+ */
+export async function startReleaseProcess(options: ReleaseProcessOptions): Promise<RunningReleaser> {
+  const logger = options.logger ?? createLogger('release-hook');
+  const config = options.kubeconfig ? await kubeconfigConfig(options.kubeconfig) : inClusterConfig();
+  const client = createKubeClient(config);
+  const { kubeconfig: _k, logger: _l, ...rest } = options;
+  const releaser = await runReleaser({ ...rest, client, logger });
+  installSignalHandlers(releaser, logger);
+  return releaser;
+}
+
+/**
+ * SIGTERM (and SIGINT, for a terminal): run onTerminate, then exit 0. A
+ * second signal while the release runs changes nothing: onTerminate is
+ * already bounded by releaseTimeoutMs. Stray errors are logged, never fatal:
+ * a crash-looping hook would help no one.
+ */
+export function installSignalHandlers(releaser: RunningReleaser, logger: Logger, exit: (code: number) => void = process.exit): void {
+  const onSignal = (signal: string) => {
+    logger.info({ signal }, `${signal} received`);
+    releaser
+      .onTerminate()
+      .catch((err: unknown) => logger.error({ err: (err as Error).message }, 'SIGTERM handling failed'))
+      .finally(() => exit(0));
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('unhandledRejection', (err) => logger.error({ err: (err as Error)?.message ?? String(err) }, 'unhandled rejection'));
+  process.on('uncaughtException', (err) => logger.error({ err: err.message, stack: err.stack }, 'uncaught exception'));
+}
+
+function envNumber(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name}=${JSON.stringify(raw)} is not a non-negative number`);
+  return value;
+}
+
+/** Settings from the environment the webhook injects (POD_NAME, POD_NAMESPACE, POD_UID) plus LEADERHOOK_* overrides. */
+export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ReleaseProcessOptions {
+  const options: ReleaseProcessOptions = {
+    podName: env.POD_NAME ?? '',
+    podNamespace: env.POD_NAMESPACE ?? '',
+    podUid: env.POD_UID ?? '',
+    observe: /^(true|1|yes)$/i.test(env.LEADERHOOK_OBSERVE ?? ''),
+  };
+  const lockName = env.LEADERHOOK_LOCK_NAME;
+  if (lockName) options.lockName = lockName;
+  const kubeconfig = env.LEADERHOOK_KUBECONFIG;
+  if (kubeconfig) options.kubeconfig = kubeconfig;
+  const margin = envNumber(env, 'LEADERHOOK_MARGIN_SECONDS');
+  if (margin !== undefined) options.marginSeconds = margin;
+  const timeout = envNumber(env, 'LEADERHOOK_RELEASE_TIMEOUT_MS');
+  if (timeout !== undefined) options.releaseTimeoutMs = timeout;
+  const interval = envNumber(env, 'LEADERHOOK_WAIT_REPORT_INTERVAL_SECONDS');
+  if (interval !== undefined) options.waitReportIntervalSeconds = interval;
+  const port = envNumber(env, 'LEADERHOOK_METRICS_PORT');
+  if (port) options.metricsPort = port;
+  return options;
+}
+
+/**
+ * A hook that cannot start (bad settings, no credentials) logs why and idles
+ * until SIGTERM instead of exiting: a crash-looping sidecar would only add
+ * restarts and noise to the operator's pod, and GC remains the fallback.
+ */
+export async function mainFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const logger = createLogger('release-hook');
+  try {
+    await startReleaseProcess({ ...optionsFromEnv(env), logger });
+  } catch (err) {
+    logger.error({ err: (err as Error).message }, 'release hook cannot start; idling until SIGTERM (garbage collection remains the fallback)');
+    const idle = setInterval(() => {}, 1 << 30);
+    const quit = () => {
+      clearInterval(idle);
+      process.exit(0);
+    };
+    process.once('SIGTERM', quit);
+    process.once('SIGINT', quit);
+  }
+}
+
+if (import.meta.main) void mainFromEnv();

@@ -1,0 +1,76 @@
+import type { Logger } from 'pino';
+import type { KubeClient } from '../kube/client.ts';
+
+/** What the hook needs in its own namespace (DESIGN §4), and what it cannot do without each. */
+export const requiredPermissions = [
+  { group: '', resource: 'configmaps', verbs: ['get', 'list', 'watch', 'delete'] },
+  { group: 'coordination.k8s.io', resource: 'leases', verbs: ['get', 'list', 'watch', 'update'] },
+  { group: '', resource: 'pods', verbs: ['get', 'watch'] },
+  { group: '', resource: 'events', verbs: ['create'] },
+] as const;
+
+/** `resource/verb` → allowed. A check that could not be made counts as allowed (we try, and log failures then). */
+export type Permissions = Map<string, boolean>;
+
+export const permissionKey = (resource: string, verb: string) => `${resource}/${verb}`;
+
+export function can(perms: Permissions | undefined, resource: string, verb: string): boolean {
+  return perms?.get(permissionKey(resource, verb)) ?? true;
+}
+
+/**
+ * One SelfSubjectAccessReview per verb, in parallel, at start. Missing
+ * permissions are logged in one line with what they disable; the hook keeps
+ * running with what it has.
+ */
+export async function checkPermissions(client: KubeClient, namespace: string, logger: Logger): Promise<Permissions> {
+  const perms: Permissions = new Map();
+  const checks = requiredPermissions.flatMap((p) => p.verbs.map((verb) => ({ group: p.group, resource: p.resource, verb })));
+  const failures: string[] = [];
+  await Promise.all(
+    checks.map(async ({ group, resource, verb }) => {
+      try {
+        const review = await client.createSelfSubjectAccessReview(
+          {
+            apiVersion: 'authorization.k8s.io/v1',
+            kind: 'SelfSubjectAccessReview',
+            spec: { resourceAttributes: { namespace, group, resource, verb } },
+          },
+          { timeoutMs: 5_000 },
+        );
+        perms.set(permissionKey(resource, verb), review.status?.allowed === true);
+      } catch (err) {
+        failures.push(`${resource}/${verb}: ${(err as Error).message}`);
+      }
+    }),
+  );
+  const missing = checks.filter((c) => perms.get(permissionKey(c.resource, c.verb)) === false).map((c) => `${c.resource} ${c.verb}`);
+  if (failures.length > 0) {
+    logger.warn({ failures }, 'could not check some permissions; trying anyway');
+  }
+  if (missing.length > 0) {
+    logger.warn(
+      { namespace, missing, effects: permissionEffects(perms) },
+      `missing permissions in namespace ${namespace}: ${missing.join(', ')}; running with what is allowed (see deploy/operator-rbac)`,
+    );
+  } else if (failures.length === 0) {
+    logger.info({ namespace }, 'all permissions present');
+  }
+  return perms;
+}
+
+/** Human consequences of what is missing, for the log line. */
+export function permissionEffects(perms: Permissions): string[] {
+  const effects: string[] = [];
+  if (!can(perms, 'configmaps', 'list') || !can(perms, 'configmaps', 'watch')) {
+    effects.push('ConfigMap locks are not watched: no R0/R2/R3 releases, own lock found only when pinned by annotation');
+  }
+  if (!can(perms, 'configmaps', 'delete')) effects.push('ConfigMap locks cannot be released');
+  if (!can(perms, 'configmaps', 'get')) effects.push('a pinned ConfigMap lock cannot be read on SIGTERM');
+  if (!can(perms, 'leases', 'list') || !can(perms, 'leases', 'watch')) effects.push('Leases are not watched: own Leases found by a list on SIGTERM only');
+  if (!can(perms, 'leases', 'get') || !can(perms, 'leases', 'update')) effects.push('Leases cannot be released');
+  if (!can(perms, 'pods', 'get')) effects.push('no release at all: every release needs a live read of the pod');
+  if (!can(perms, 'pods', 'watch')) effects.push('holder pods are re-checked only every wait-report interval');
+  if (!can(perms, 'events', 'create')) effects.push('no Events: releases and waits are only logged');
+  return effects;
+}

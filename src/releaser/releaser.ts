@@ -1,0 +1,680 @@
+/**
+ * The release hook: a native sidecar that frees its pod's leader locks once
+ * the operator has provably stopped (R1), and frees ConfigMap locks whose
+ * holder can never run again (R0, R2, R3). DESIGN §3-4 is the contract; the
+ * rules themselves live in rules.ts as pure functions.
+ */
+import type { Logger } from 'pino';
+import { backoffDelay, sleep } from '../kube/backoff.ts';
+import { type KubeClient, paths } from '../kube/client.ts';
+import { isConflict, isNotFound } from '../kube/errors.ts';
+import type { ConfigMap, Lease, OwnerReference, Pod } from '../kube/types.ts';
+import { startWatch, type Watcher } from '../kube/watch.ts';
+import { buildPodEvent, type EventReason, type EventTarget } from './events.ts';
+import { noMetrics, type ReleaserMetrics, startMetrics } from './metrics.ts';
+import { can, checkPermissions, type Permissions } from './permissions.ts';
+import {
+  decideHolderRelease,
+  decideOwnRelease,
+  type HolderDecision,
+  type HolderLookup,
+  isOwnLease,
+  lockNameFromAnnotations,
+  lockOwner,
+  notFound,
+  type OwnDecision,
+  observeFromAnnotations,
+  releasedLease,
+  sameWorkload,
+} from './rules.ts';
+
+export interface Clock {
+  /** Milliseconds since the epoch, like Date.now(). */
+  now(): number;
+}
+
+export interface ReleaserOptions {
+  podName: string;
+  podNamespace: string;
+  podUid: string;
+  /** Pins the ConfigMap lock's name; pod annotation leaderhook.io/lock wins. Discovered when unset. */
+  lockName?: string;
+  /** R1: a SIGTERM must come this long before the deletion deadline (default 2). */
+  marginSeconds?: number;
+  /** Log and record Events for what would be released, release nothing; annotation leaderhook.io/observe wins. */
+  observe?: boolean;
+  /** The SIGTERM release gives up after this long (default 1500). */
+  releaseTimeoutMs?: number;
+  /** How often a waiting standby reports the holder (default 60). */
+  waitReportIntervalSeconds?: number;
+  /** Serve Prometheus metrics on this port; off when unset or 0. */
+  metricsPort?: number;
+  client: KubeClient;
+  logger: Logger;
+  clock?: Clock;
+}
+
+export interface TerminateResult {
+  decision: OwnDecision | { release: false; refusal: 'ownPodUnreadable' | 'timeout'; message: string };
+  /** `ConfigMap/name` or `Lease/name` for each lock freed. */
+  released: string[];
+  /** What observe mode would have freed. */
+  observed: string[];
+  /** Locks that were already gone or changed hands. */
+  moved: string[];
+  failed: string[];
+  durationMs: number;
+}
+
+export interface RunningReleaser {
+  /**
+   * Settles once the start work is done: permissions checked, own pod read,
+   * locks and Leases listed (and R0 evaluated). Nothing waits for it in a
+   * pod; tests do.
+   */
+  readonly ready: Promise<void>;
+  /** The SIGTERM path (R1). Never rejects; always settles within releaseTimeoutMs (plus a little). */
+  onTerminate(): Promise<TerminateResult>;
+  /** Stops watches and timers (tests, and after onTerminate). The client stays open: it belongs to the caller. */
+  stop(): Promise<void>;
+}
+
+/** A ConfigMap lock held by another pod, and what we last learned of its holder. */
+interface Tracker {
+  name: string;
+  cm: ConfigMap;
+  owner: OwnerReference;
+  /** When this pod started waiting for this holder (clock ms). */
+  since: number;
+  busy: boolean;
+  dirty: boolean;
+  failures: number;
+  retry?: NodeJS.Timeout;
+  holder?: HolderLookup;
+  decision?: HolderDecision;
+  /** Observe mode: the lock version already reported, so events are not repeated. */
+  observedKey?: string;
+}
+
+export async function runReleaser(options: ReleaserOptions): Promise<RunningReleaser> {
+  for (const key of ['podName', 'podNamespace', 'podUid'] as const) {
+    if (!options[key]) throw new Error(`release hook: ${key} is empty (POD_NAME, POD_NAMESPACE and POD_UID come from the downward API)`);
+  }
+  const { client, podName, podUid } = options;
+  const ns = options.podNamespace;
+  const marginSeconds = options.marginSeconds ?? 2;
+  const releaseTimeoutMs = options.releaseTimeoutMs ?? 1500;
+  const reportIntervalMs = (options.waitReportIntervalSeconds ?? 60) * 1000;
+  const clock = options.clock ?? { now: Date.now };
+  const log = options.logger.child({ pod: podName, namespace: ns });
+
+  let metrics: ReleaserMetrics = noMetrics;
+  if (options.metricsPort) {
+    try {
+      metrics = await startMetrics(options.metricsPort, log);
+    } catch (err) {
+      log.error({ err: (err as Error).message }, 'metrics disabled');
+    }
+  }
+
+  const background = new AbortController();
+  let terminating: Promise<TerminateResult> | undefined;
+  let stopped = false;
+  let ownPod: Pod | undefined;
+  let lockName = options.lockName || undefined;
+  let observe = options.observe ?? false;
+  let perms: Permissions | undefined;
+  const ownLocks = new Map<string, ConfigMap>();
+  const ownLeases = new Map<string, Lease>();
+  const trackers = new Map<string, Tracker>();
+  const holderWatches = new Map<string, Watcher>();
+  let lockWatch: Watcher | undefined;
+  let leaseWatch: Watcher | undefined;
+  let reportTimer: NodeJS.Timeout | undefined;
+  let locksListed!: () => void;
+  let leasesListed!: () => void;
+  const locksListedP = new Promise<void>((r) => (locksListed = r));
+  const leasesListedP = new Promise<void>((r) => (leasesListed = r));
+
+  const active = () => !terminating && !stopped;
+
+  // ---- events -------------------------------------------------------------
+
+  async function emit(target: EventTarget, reason: EventReason, type: 'Normal' | 'Warning', message: string, signal?: AbortSignal) {
+    if (!can(perms, 'events', 'create')) return;
+    try {
+      const event = buildPodEvent({ target, reason, message, type, reportingInstance: podName, now: clock.now() });
+      await client.createEvent(ns, event, { timeoutMs: 5_000, ...(signal ? { signal } : {}) });
+    } catch (err) {
+      log.warn({ err: (err as Error).message, reason }, 'could not record Event');
+    }
+  }
+
+  // ---- start --------------------------------------------------------------
+
+  async function readOwnPod(): Promise<Pod | undefined> {
+    for (let attempt = 1; active(); attempt++) {
+      try {
+        return await client.getPod(ns, podName, { timeoutMs: 5_000, signal: background.signal });
+      } catch (err) {
+        if (!active()) return undefined;
+        const delay = backoffDelay(attempt, 500, 30_000);
+        log[attempt > 3 ? 'warn' : 'info']({ err: (err as Error).message, retryInMs: delay }, 'cannot read own pod yet; R0-R3 wait for it');
+        await sleep(delay, background.signal);
+      }
+    }
+    return undefined;
+  }
+
+  async function start(): Promise<void> {
+    const [checked, pod] = await Promise.all([
+      checkPermissions(client, ns, log).catch((err: unknown) => {
+        log.warn({ err: (err as Error).message }, 'permission check failed; trying anyway');
+        return undefined;
+      }),
+      readOwnPod(),
+    ]);
+    perms = checked;
+    if (!active() || !pod) return;
+    ownPod = pod;
+    if (pod.metadata?.uid !== podUid) {
+      log.error({ liveUid: pod.metadata?.uid, podUid }, 'own pod has another UID than POD_UID: R1 will never release');
+    }
+    lockName = lockNameFromAnnotations(pod) ?? lockName;
+    observe = observeFromAnnotations(pod) ?? observe;
+    log.info({ lockName: lockName ?? '(discover)', observe, marginSeconds, releaseTimeoutMs, podUid }, 'release hook running');
+    startLeaseWatch();
+    startLockWatch();
+    reportTimer = setInterval(() => {
+      reportWaits().catch((err: unknown) => log.error({ err: (err as Error).message }, 'wait report failed'));
+    }, reportIntervalMs);
+    reportTimer.unref();
+    await Promise.all([locksListedP, leasesListedP]);
+  }
+
+  // ---- Leases (R1 only) -----------------------------------------------------
+
+  function startLeaseWatch() {
+    if (!can(perms, 'leases', 'list') || !can(perms, 'leases', 'watch')) {
+      leasesListed();
+      return;
+    }
+    leaseWatch = startWatch<Lease>(
+      { client, path: paths.leases(ns), mode: 'list-watch', what: 'Leases', logger: log },
+      {
+        onList(items) {
+          ownLeases.clear();
+          for (const lease of items) if (isOwnLease(lease, podName) && lease.metadata?.name) ownLeases.set(lease.metadata.name, lease);
+          leasesListed();
+        },
+        onEvent(type, lease) {
+          const name = lease.metadata?.name;
+          if (!name) return;
+          if (type !== 'DELETED' && isOwnLease(lease, podName)) ownLeases.set(name, lease);
+          else ownLeases.delete(name);
+        },
+        onHealth: (up) => metrics.watchUp('leases', up),
+      },
+    );
+  }
+
+  // ---- ConfigMap locks (R0, R2, R3; own locks for R1) ------------------------
+
+  function startLockWatch() {
+    if (!can(perms, 'configmaps', 'list') || !can(perms, 'configmaps', 'watch')) {
+      locksListed();
+      return;
+    }
+    lockWatch = startWatch<ConfigMap>(
+      {
+        client,
+        path: paths.configMaps(ns),
+        ...(lockName ? { fieldSelector: `metadata.name=${lockName}` } : {}),
+        mode: 'list-watch',
+        what: lockName ? `ConfigMap lock ${lockName}` : 'ConfigMap locks',
+        logger: log,
+      },
+      {
+        onList(items) {
+          const seen = new Set<string>();
+          for (const cm of items) {
+            const name = cm.metadata?.name;
+            if (!name) continue;
+            seen.add(name);
+            classify(cm);
+          }
+          for (const name of [...ownLocks.keys(), ...trackers.keys()]) if (!seen.has(name)) forget(name);
+          locksListed();
+        },
+        onEvent(type, cm) {
+          const name = cm.metadata?.name;
+          if (!name) return;
+          if (type === 'DELETED') forget(name);
+          else classify(cm);
+        },
+        onHealth: (up) => metrics.watchUp('configmaps', up),
+      },
+    );
+  }
+
+  function classify(cm: ConfigMap) {
+    const name = cm.metadata?.name as string;
+    const owner = lockOwner(cm);
+    if (!owner) {
+      forget(name);
+      return;
+    }
+    if (owner.uid === podUid) {
+      ownLocks.set(name, cm);
+      dropTracker(name);
+      return;
+    }
+    ownLocks.delete(name);
+    let t = trackers.get(name);
+    if (!t || t.owner.uid !== owner.uid) {
+      if (t) dropTracker(name);
+      t = { name, cm, owner, since: clock.now(), busy: false, dirty: false, failures: 0 };
+      trackers.set(name, t);
+      watchHolder(owner.name);
+    } else {
+      t.cm = cm;
+    }
+    void evaluate(t);
+  }
+
+  function forget(name: string) {
+    ownLocks.delete(name);
+    dropTracker(name);
+  }
+
+  function dropTracker(name: string) {
+    const t = trackers.get(name);
+    if (!t) return;
+    trackers.delete(name);
+    if (t.retry) clearTimeout(t.retry);
+    metrics.clearWaiting(name);
+    if (![...trackers.values()].some((o) => o.owner.name === t.owner.name)) {
+      holderWatches.get(t.owner.name)?.stop();
+      holderWatches.delete(t.owner.name);
+    }
+  }
+
+  /** A holder's status changes without its lock changing: watch the pod too (watch only, by name). */
+  function watchHolder(holderName: string) {
+    if (holderWatches.has(holderName) || !can(perms, 'pods', 'watch') || !active()) return;
+    const w = startWatch<Pod>(
+      {
+        client,
+        path: paths.pods(ns),
+        fieldSelector: `metadata.name=${holderName}`,
+        mode: 'watch',
+        what: `holder pod ${holderName}`,
+        logger: log,
+      },
+      {
+        onEvent() {
+          for (const t of trackers.values()) if (t.owner.name === holderName) void evaluate(t);
+        },
+      },
+    );
+    holderWatches.set(holderName, w);
+  }
+
+  /**
+   * Reads the holder live and applies R2/R3 (R0 when the holder has our
+   * name). A watch event only triggers this; the decision always rests on
+   * the live read.
+   */
+  async function evaluate(t: Tracker): Promise<void> {
+    if (t.busy) {
+      t.dirty = true;
+      return;
+    }
+    t.busy = true;
+    try {
+      do {
+        t.dirty = false;
+        // Observe mode is only known once the own pod's annotations are read.
+        if (!active() || !ownPod || trackers.get(t.name) !== t) return;
+        let holder: HolderLookup;
+        try {
+          holder = await client.getPod(ns, t.owner.name, { timeoutMs: 5_000, signal: background.signal });
+        } catch (err) {
+          if (isNotFound(err)) holder = notFound;
+          else {
+            if (active()) {
+              log.warn({ err: (err as Error).message, lock: t.name }, 'cannot read holder pod; will retry');
+              scheduleRetry(t);
+            }
+            return;
+          }
+        }
+        if (!active() || trackers.get(t.name) !== t) return;
+        const decision = decideHolderRelease(holder, t.owner);
+        t.holder = holder;
+        t.decision = decision;
+        if (decision.release) {
+          const rule = t.owner.name === podName ? 'R0' : decision.rule;
+          await releaseForeignLock(t, rule, decision.message);
+        } else {
+          t.failures = 0;
+        }
+      } while (t.dirty);
+    } finally {
+      t.busy = false;
+    }
+  }
+
+  function scheduleRetry(t: Tracker) {
+    if (t.retry) clearTimeout(t.retry);
+    t.failures++;
+    t.retry = setTimeout(
+      () => {
+        t.retry = undefined;
+        void evaluate(t);
+      },
+      backoffDelay(t.failures, 1_000, 30_000),
+    );
+    t.retry.unref();
+  }
+
+  async function releaseForeignLock(t: Tracker, rule: string, why: string) {
+    const { cm, owner } = t;
+    const uid = cm.metadata?.uid as string;
+    const resourceVersion = cm.metadata?.resourceVersion as string;
+    const fields = { rule, lock: `ConfigMap/${t.name}`, holder: owner.name, holderUid: owner.uid, observe };
+    const target = { name: owner.name, namespace: ns, uid: owner.uid };
+    if (observe) {
+      const key = `${uid}/${resourceVersion}/${rule}`;
+      if (t.observedKey === key) return;
+      t.observedKey = key;
+      log.info(fields, `would release lock ${t.name} (${rule}: ${why}); observe mode, releasing nothing`);
+      metrics.release(rule, 'ConfigMap', 'observed');
+      await emit(target, 'LeaderLockWouldRelease', 'Normal', `Would release leader lock ConfigMap ${t.name} (${rule}: ${why}); observe mode`);
+      return;
+    }
+    try {
+      await client.deleteConfigMap(ns, t.name, { uid, resourceVersion }, { timeoutMs: 5_000, signal: background.signal });
+    } catch (err) {
+      if (isNotFound(err) || isConflict(err)) {
+        log.info({ ...fields, err: (err as Error).message }, `lock ${t.name} already deleted or changed by someone else; nothing to do`);
+        metrics.release(rule, 'ConfigMap', 'moved');
+        return;
+      }
+      if (!active()) return;
+      log.warn({ ...fields, err: (err as Error).message }, `releasing lock ${t.name} failed; will retry`);
+      metrics.release(rule, 'ConfigMap', 'failed');
+      scheduleRetry(t);
+      return;
+    }
+    log.info(fields, `released lock ${t.name} (${rule}: ${why})`);
+    metrics.release(rule, 'ConfigMap', 'released');
+    dropTracker(t.name);
+    await emit(target, 'LeaderLockReleased', 'Normal', `Released leader lock ConfigMap ${t.name} (${rule}: ${why})`);
+  }
+
+  // ---- the waiting side ------------------------------------------------------
+
+  /** Whether this pod waits for the lock: pinned to it, or (discovering) holds none and runs the same workload as the holder. */
+  function isStandbyFor(t: Tracker): boolean {
+    if (lockName) return t.name === lockName;
+    if (ownLocks.size > 0 || !ownPod || !t.holder || t.holder === notFound) return false;
+    return sameWorkload(ownPod, t.holder);
+  }
+
+  async function reportWaits() {
+    for (const t of [...trackers.values()]) {
+      if (!active()) return;
+      await evaluate(t); // refresh from a live read; may release
+      const d = t.decision;
+      if (trackers.get(t.name) !== t || !d || d.release) continue;
+      const waitedMs = clock.now() - t.since;
+      metrics.waiting(t.name, t.owner.name, d.state, waitedMs / 1000);
+      if (!isStandbyFor(t) || waitedMs < reportIntervalMs / 2) continue;
+      const node = t.holder && t.holder !== notFound ? t.holder.spec?.nodeName : undefined;
+      const message =
+        `Leader lock ConfigMap ${t.name} is held by pod ${t.owner.name} (${d.state}): ${d.message}. Waiting ${formatDuration(waitedMs)}. ` +
+        'It is freed automatically once that pod is deleted or has finished. Safe remedies: delete that pod' +
+        (node ? `; only if node ${node} is known to be down, taint it node.kubernetes.io/out-of-service=nodeshutdown:NoExecute` : '') +
+        '. Restarting this pod does not help.';
+      log[d.state === 'running' ? 'info' : 'warn'](
+        { lock: `ConfigMap/${t.name}`, holder: t.owner.name, holderState: d.state, waitedSeconds: Math.round(waitedMs / 1000), node },
+        message,
+      );
+      await emit({ name: podName, namespace: ns, uid: podUid }, 'LeaderLockHeld', d.state === 'running' ? 'Normal' : 'Warning', message);
+    }
+  }
+
+  // ---- R1: SIGTERM -------------------------------------------------------------
+
+  async function ownLockCandidates(signal: AbortSignal): Promise<ConfigMap[]> {
+    if (lockWatch?.synced && lockWatch.healthy) return [...ownLocks.values()];
+    const mine = (cm: ConfigMap) => lockOwner(cm)?.uid === podUid;
+    if (lockName) {
+      try {
+        const cm = await client.getConfigMap(ns, lockName, { signal, timeoutMs: releaseTimeoutMs });
+        return mine(cm) ? [cm] : [];
+      } catch (err) {
+        if (isNotFound(err)) return [];
+        throw err;
+      }
+    }
+    const list = await client.listConfigMaps(ns, { signal, timeoutMs: releaseTimeoutMs });
+    return list.items.filter(mine);
+  }
+
+  async function ownLeaseCandidates(signal: AbortSignal): Promise<Lease[]> {
+    if (leaseWatch?.synced && leaseWatch.healthy) return [...ownLeases.values()];
+    if (!can(perms, 'leases', 'list')) return [];
+    const list = await client.listLeases(ns, { signal, timeoutMs: releaseTimeoutMs });
+    return list.items.filter((l) => isOwnLease(l, podName));
+  }
+
+  /** Deletes the own lock exactly as read; on a conflict re-reads once and retries if it is still ours. */
+  async function releaseOwnConfigMap(cm: ConfigMap, signal: AbortSignal): Promise<'released' | 'moved'> {
+    const name = cm.metadata?.name as string;
+    const opts = { signal, timeoutMs: releaseTimeoutMs };
+    try {
+      await client.deleteConfigMap(ns, name, { uid: cm.metadata?.uid, resourceVersion: cm.metadata?.resourceVersion }, opts);
+      return 'released';
+    } catch (err) {
+      if (isNotFound(err)) return 'moved';
+      if (!isConflict(err)) throw err;
+    }
+    let fresh: ConfigMap;
+    try {
+      fresh = await client.getConfigMap(ns, name, opts);
+    } catch (err) {
+      if (isNotFound(err)) return 'moved';
+      throw err;
+    }
+    if (lockOwner(fresh)?.uid !== podUid) return 'moved';
+    try {
+      await client.deleteConfigMap(ns, name, { uid: fresh.metadata?.uid, resourceVersion: fresh.metadata?.resourceVersion }, opts);
+      return 'released';
+    } catch (err) {
+      if (isNotFound(err) || isConflict(err)) return 'moved';
+      throw err;
+    }
+  }
+
+  /** Writes the leaderless record over the own Lease; on a conflict re-reads once and retries if it is still ours. */
+  async function releaseOwnLease(lease: Lease, signal: AbortSignal): Promise<'released' | 'moved'> {
+    const name = lease.metadata?.name as string;
+    const opts = { signal, timeoutMs: releaseTimeoutMs };
+    try {
+      await client.updateLease(ns, releasedLease(lease, clock.now()), opts);
+      return 'released';
+    } catch (err) {
+      if (isNotFound(err)) return 'moved';
+      if (!isConflict(err)) throw err;
+    }
+    let fresh: Lease;
+    try {
+      fresh = await client.getLease(ns, name, opts);
+    } catch (err) {
+      if (isNotFound(err)) return 'moved';
+      throw err;
+    }
+    if (!isOwnLease(fresh, podName)) return 'moved';
+    try {
+      await client.updateLease(ns, releasedLease(fresh, clock.now()), opts);
+      return 'released';
+    } catch (err) {
+      if (isNotFound(err) || isConflict(err)) return 'moved';
+      throw err;
+    }
+  }
+
+  async function releaseOwn(t: number, signal: AbortSignal, result: TerminateResult): Promise<void> {
+    // Reads start together; nothing is released before the own pod's live read decides.
+    const podP = client.getPod(ns, podName, { signal, timeoutMs: releaseTimeoutMs }).then(
+      (p) => p as Pod | undefined,
+      (err: unknown) => (isNotFound(err) ? undefined : Promise.reject(err)),
+    );
+    const cmsP = ownLockCandidates(signal);
+    const leasesP = ownLeaseCandidates(signal);
+    cmsP.catch(() => {});
+    leasesP.catch(() => {});
+    let pod: Pod | undefined;
+    try {
+      pod = await podP;
+    } catch (err) {
+      result.decision = { release: false, refusal: 'ownPodUnreadable', message: `reading own pod failed: ${(err as Error).message}` };
+      return;
+    }
+    const decision = decideOwnRelease(pod, podUid, t, marginSeconds);
+    result.decision = decision;
+    if (!decision.release) return;
+    const observeNow = observeFromAnnotations(pod) ?? observe;
+    const work: Promise<void>[] = [];
+    const one = async (kind: 'ConfigMap' | 'Lease', name: string, release: () => Promise<'released' | 'moved'>) => {
+      const id = `${kind}/${name}`;
+      if (observeNow) {
+        result.observed.push(id);
+        metrics.release('R1', kind, 'observed');
+        return;
+      }
+      try {
+        const outcome = await release();
+        (outcome === 'released' ? result.released : result.moved).push(id);
+        metrics.release('R1', kind, outcome);
+      } catch (err) {
+        result.failed.push(`${id}: ${(err as Error).message}`);
+        metrics.release('R1', kind, 'failed');
+      }
+    };
+    try {
+      for (const cm of await cmsP) work.push(one('ConfigMap', cm.metadata?.name as string, () => releaseOwnConfigMap(cm, signal)));
+    } catch (err) {
+      result.failed.push(`finding own ConfigMap locks: ${(err as Error).message}`);
+    }
+    try {
+      for (const lease of await leasesP) work.push(one('Lease', lease.metadata?.name as string, () => releaseOwnLease(lease, signal)));
+    } catch (err) {
+      result.failed.push(`finding own Leases: ${(err as Error).message}`);
+    }
+    await Promise.all(work);
+    const self = { name: podName, namespace: ns, uid: podUid };
+    const events: Promise<void>[] = [];
+    for (const id of result.released) events.push(emit(self, 'LeaderLockReleased', 'Normal', `Released leader lock ${id} (R1: ${decision.message})`, signal));
+    for (const id of result.observed)
+      events.push(emit(self, 'LeaderLockWouldRelease', 'Normal', `Would release leader lock ${id} (R1: ${decision.message}); observe mode`, signal));
+    await Promise.all(events);
+  }
+
+  function onTerminate(): Promise<TerminateResult> {
+    if (terminating) return terminating;
+    // The time of the signal, before anything else: R1 compares it with the deadline.
+    const t = clock.now();
+    const started = performance.now();
+    const result: TerminateResult = {
+      decision: { release: false, refusal: 'timeout', message: `no decision within ${releaseTimeoutMs} ms` },
+      released: [],
+      observed: [],
+      moved: [],
+      failed: [],
+      durationMs: 0,
+    };
+    terminating = (async () => {
+      shutdownBackground();
+      const budget = new AbortController();
+      const timer = setTimeout(() => budget.abort(), releaseTimeoutMs);
+      let timedOut = false;
+      try {
+        await Promise.race([
+          releaseOwn(t, budget.signal, result),
+          new Promise<void>((resolve) =>
+            budget.signal.addEventListener('abort', () => {
+              timedOut = true;
+              resolve();
+            }),
+          ),
+        ]);
+      } catch (err) {
+        result.failed.push((err as Error).message);
+      } finally {
+        clearTimeout(timer);
+        budget.abort();
+      }
+      result.durationMs = Math.round((performance.now() - started) * 10) / 10;
+      const fields = {
+        rule: 'R1',
+        signalAt: new Date(t).toISOString(),
+        durationMs: result.durationMs,
+        released: result.released,
+        observed: result.observed,
+        moved: result.moved,
+        failed: result.failed,
+      };
+      const d = result.decision;
+      if (timedOut) {
+        log.warn(fields, `SIGTERM: release gave up after ${releaseTimeoutMs} ms; garbage collection remains the fallback`);
+      } else if (!d.release) {
+        log.info({ ...fields, refusal: d.refusal }, `SIGTERM: releasing nothing: ${d.message}`);
+      } else if (result.failed.length > 0) {
+        log.warn(fields, `SIGTERM: some own locks could not be released (${d.message})`);
+      } else if (result.released.length + result.observed.length === 0) {
+        log.info(fields, `SIGTERM: operator stopped; this pod holds no lock (${d.message})`);
+      } else {
+        const what = result.observed.length > 0 ? `would release ${result.observed.join(', ')} (observe mode)` : `released ${result.released.join(', ')}`;
+        log.info(fields, `SIGTERM: ${what} (${d.message})`);
+      }
+      await metrics.close().catch(() => {});
+      return result;
+    })();
+    return terminating;
+  }
+
+  function shutdownBackground() {
+    background.abort();
+    lockWatch?.stop();
+    leaseWatch?.stop();
+    for (const w of holderWatches.values()) w.stop();
+    for (const t of trackers.values()) if (t.retry) clearTimeout(t.retry);
+    if (reportTimer) clearInterval(reportTimer);
+    locksListed();
+    leasesListed();
+  }
+
+  async function stop(): Promise<void> {
+    if (stopped) return;
+    stopped = true;
+    shutdownBackground();
+    await Promise.all([lockWatch?.done, leaseWatch?.done, ...[...holderWatches.values()].map((w) => w.done)]);
+    if (!terminating) await metrics.close().catch(() => {});
+  }
+
+  const ready = start().catch((err: unknown) => {
+    log.error({ err: (err as Error).message }, 'release hook start failed');
+  });
+  return { ready, onTerminate, stop };
+}
+
+function formatDuration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 120) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 120) return `${m}m${s % 60 ? `${s % 60}s` : ''}`;
+  return `${Math.floor(m / 60)}h${m % 60 ? `${m % 60}m` : ''}`;
+}
