@@ -63,64 +63,59 @@ describe('close()', () => {
     const body = Buffer.from(await readTestdata('kubebuilder-pod.review.json'));
     const half = Math.floor(body.length / 2);
 
-    // Headers and half the body are on the wire when close() is called.
-    const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = httpsRequest(
-        `${server.webhook.url}/mutate`,
-        {
-          method: 'POST',
-          ca: server.ca,
-          agent: false,
-          headers: { 'content-type': 'application/json', 'content-length': body.length },
-        },
-        (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => {
-            text += chunk;
-          });
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-        },
-      );
-      req.on('error', reject);
-      req.write(body.subarray(0, half));
-      setTimeout(() => {
-        closing = server.webhook.close().then(() => {
-          closedAt = Date.now();
-        });
-        setTimeout(() => {
-          finishedAt = Date.now();
-          req.end(body.subarray(half));
-        }, 300);
-      }, 100);
+    const req = httpsRequest(`${server.webhook.url}/mutate`, {
+      method: 'POST',
+      ca: server.ca,
+      agent: false,
+      headers: { 'content-type': 'application/json', 'content-length': body.length },
     });
-    let closing: Promise<void> | undefined;
+    const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      req.on('error', reject);
+      req.on('response', (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      });
+    });
+    // Headers and half the body are on the wire, and parsed, when close() is called.
+    await new Promise<void>((resolve) => req.on('socket', (socket) => socket.once('secureConnect', () => resolve())));
+    await new Promise<void>((resolve) => req.write(body.subarray(0, half), () => resolve()));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
     let closedAt = 0;
-    let finishedAt = 0;
-
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const closing = server.webhook.close().then(() => {
+      closedAt = Date.now();
+    });
     await assert.rejects(send(`${server.webhook.url}/healthz`, server.ca), { code: 'ECONNREFUSED' });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(closedAt, 0, 'close() waits for the in-flight request');
 
+    const finishedAt = Date.now();
+    req.end(body.subarray(half));
     const result = await answer;
     assert.equal(result.status, 200);
     assert.equal(JSON.parse(result.body).response.uid, '0df28fbd-5f5f-4b3b-a3f4-6ee7f2bd4d47');
     await closing;
-    assert.ok(finishedAt > 0 && closedAt >= finishedAt, 'close() resolved only after the in-flight request was answered');
+    assert.ok(closedAt >= finishedAt, 'close() resolved after the in-flight request was answered');
     await server.cleanup();
   });
 
   it('cuts requests still open at the shutdown deadline', async () => {
     const server = await startTestServer({ shutdownTimeoutMs: 300 });
-    const stalled = new Promise<string>((resolve) => {
-      const req = httpsRequest(`${server.webhook.url}/mutate`, {
-        method: 'POST',
-        ca: server.ca,
-        agent: false,
-        headers: { 'content-type': 'application/json', 'content-length': 1000 },
-      });
-      req.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
-      req.write('{"apiVersion":');
+    const req = httpsRequest(`${server.webhook.url}/mutate`, {
+      method: 'POST',
+      ca: server.ca,
+      agent: false,
+      headers: { 'content-type': 'application/json', 'content-length': 1000 },
     });
+    const stalled = new Promise<string>((resolve) => {
+      req.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+    });
+    await new Promise<void>((resolve) => req.on('socket', (socket) => socket.once('secureConnect', () => resolve())));
+    await new Promise<void>((resolve) => req.write('{"apiVersion":', () => resolve()));
     await new Promise((resolve) => setTimeout(resolve, 100));
     const started = Date.now();
     await server.webhook.close();
