@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/component-base/cli"
@@ -45,10 +46,11 @@ func usage() {
 }
 
 func main() {
-	// Invoked through a symlink named after a component, or as `kubecluster COMPONENT`.
+	// Invoked through a symlink named after a component, or as `kubecluster
+	// COMPONENT` (the cached binary is kubecluster-<hash of its sources>).
 	name := filepath.Base(os.Args[0])
 	args := os.Args[1:]
-	if name == "kubecluster" {
+	if name == "kubecluster" || strings.HasPrefix(name, "kubecluster-") {
 		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 			usage()
 			os.Exit(2)

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Stops the local cluster that up.sh started and leaves nothing of it
+# running: exactly the recorded processes, the containers of its containerd,
+# their mounts and cgroups, and the network namespace. Cluster state (etcd
+# data, certificates, images) stays for a fast next up.sh unless --purge.
+#
+#   test/cluster/down.sh [--purge]      (npm run cluster:down)
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+
+purge=false
+case "${1:-}" in
+"") ;;
+--purge) purge=true ;;
+*) die "usage: down.sh [--purge]" ;;
+esac
+[[ "$(id -u)" == 0 ]] || die "must run as root"
+
+# stop NAME...: TERM each recorded, still running component, then KILL
+# whatever has not exited after 15 s.
+stop() {
+	local name pid pids=() deadline
+	for name in "$@"; do
+		if pid_alive "$name"; then
+			pid="$(cat "$STATE/pids/$name.pid")"
+			kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
+		fi
+		rm -f "$STATE/pids/$name.pid" "$STATE/pids/$name.cmd"
+	done
+	deadline=$((SECONDS + 15))
+	for pid in "${pids[@]}"; do
+		while [[ -d "/proc/$pid" ]] && ((SECONDS < deadline)); do sleep 0.1; done
+		if [[ -d "/proc/$pid" ]]; then
+			echo "pid $pid ignored SIGTERM for 15s: killing it" >&2
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	done
+	for pid in "${pids[@]}"; do
+		while [[ -d "/proc/$pid" ]]; do sleep 0.1; done
+	done
+}
+
+# The kubelet goes first so that nothing restarts the containers removed next.
+phase "stop node and controllers"
+stop kubelet kube-proxy kube-scheduler kube-controller-manager
+
+phase "remove containers"
+ctr=(ctr --address "$CONTAINERD_ADDRESS" --namespace k8s.io)
+if pid_alive containerd; then
+	for task in $("${ctr[@]}" tasks ls -q 2>/dev/null); do
+		"${ctr[@]}" tasks kill --signal SIGKILL "$task" >/dev/null 2>&1 || true
+	done
+	for task in $("${ctr[@]}" tasks ls -q 2>/dev/null); do
+		"${ctr[@]}" tasks delete --force "$task" >/dev/null 2>&1 || true
+	done
+	containers="$("${ctr[@]}" containers ls -q 2>/dev/null || true)"
+	# shellcheck disable=SC2086 # one ID per word
+	[[ -z "$containers" ]] || "${ctr[@]}" containers delete $containers >/dev/null 2>&1 || true
+fi
+
+phase "stop containerd and control plane"
+stop containerd kube-apiserver etcd
+
+# Should containerd have died before its tasks, their shims and processes are
+# still around: shims carry our containerd's address, container processes
+# sit in the pod cgroups the kubelet made. Nothing else matches either.
+phase "leftover processes"
+for pid in $(pgrep -f -- "-address $CONTAINERD_ADDRESS( |$)" || true); do
+	echo "killing leftover shim $pid: $(tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null)" >&2
+	kill -KILL "$pid" 2>/dev/null || true
+done
+for procs in $(find /sys/fs/cgroup/*/kubepods -name cgroup.procs 2>/dev/null); do
+	for pid in $(cat "$procs" 2>/dev/null); do
+		kill -KILL "$pid" 2>/dev/null || true
+	done
+done
+
+phase "unmount"
+# Deepest first: overlay root filesystems, shm, pod volumes, network
+# namespace handles and the kubelet's own bind mount of its root.
+for attempt in 1 2 3; do
+	mounts="$(findmnt -rn -o TARGET | grep -F "$STATE/" | awk '{ print length, $0 }' | sort -rn | cut -d' ' -f2- || true)"
+	[[ -n "$mounts" ]] || break
+	while read -r target; do
+		umount "$target" 2>/dev/null || { ((attempt < 3)) || umount -l "$target" 2>/dev/null; } || true
+	done <<<"$mounts"
+done
+if findmnt -rn -o TARGET | grep -qF "$STATE/"; then
+	echo "warning: still mounted under $STATE:" >&2
+	findmnt -rn -o TARGET | grep -F "$STATE/" >&2
+fi
+
+phase "cgroups"
+for root in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+	[[ -d "$root" ]] || continue
+	find "$root" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+	[[ ! -d "$root" ]] || echo "warning: could not remove cgroup $root" >&2
+done
+
+phase "network namespace"
+if [[ -e "/run/netns/$NETNS" ]]; then
+	others="$(ip netns pids "$NETNS" 2>/dev/null || true)"
+	if [[ -n "$others" ]]; then
+		# Not started by up.sh (tests, a development webhook): name them
+		# rather than kill them; the namespace lives on until they exit.
+		echo "warning: processes still in namespace $NETNS, not started by up.sh:" >&2
+		for pid in $others; do echo "  $pid $(tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null)" >&2; done
+	fi
+	ip netns delete "$NETNS"
+fi
+# Every pod is gone, and so is every address the IPAM handed out.
+rm -rf "$STATE/cni/ipam"
+rm -f /var/lib/cni/results/leaderhook-* 2>/dev/null || true
+
+if $purge; then
+	phase "purge state"
+	rm -rf "$STATE"
+fi
+phase ""
+if $purge; then
+	echo "cluster down, state purged"
+else
+	echo "cluster down (state kept in $STATE; down.sh --purge deletes it)"
+fi

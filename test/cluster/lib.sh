@@ -1,0 +1,59 @@
+# Shared by up.sh, down.sh and in-netns.sh: where the cluster lives and how
+# to run a command inside its network namespace. Sourced, never run.
+
+STATE="${LEADERHOOK_CLUSTER_DIR:-$HOME/.cache/leaderhook/cluster}"
+CACHE="${LEADERHOOK_CACHE:-$HOME/.cache/leaderhook}"
+NETNS="${LEADERHOOK_NETNS:-leaderhook}"
+NODE_NAME="${LEADERHOOK_NODE_NAME:-leaderhook-node}"
+# Both ends of the node's veth pair stay inside the namespace: the node gets
+# an ordinary address and nothing leads out of it.
+NODE_IP=10.213.0.2
+PEER_IP=10.213.0.1
+NODE_LINK=lh-node
+PEER_LINK=lh-peer
+SERVICE_CIDR=10.96.0.0/16
+API_SERVICE_IP=10.96.0.1
+CLUSTER_CIDR=10.244.0.0/16
+POD_CIDR=10.244.0.0/24
+CONTAINERD_ADDRESS="$STATE/containerd/containerd.sock"
+PAUSE_IMAGE=leaderhook.local/pause:3.10
+
+# in_netns CMD...: run CMD in the cluster's network namespace and nothing
+# else. `ip netns exec` would also give CMD a private mount namespace and a
+# fresh /sys without the cgroup hierarchies: the kubelet could not find its
+# cgroups, and volumes it mounts would stay invisible to containerd.
+in_netns() {
+	nsenter --net="/run/netns/$NETNS" -- "$@"
+}
+
+# phase NAME: print how long the previous phase took and start timing NAME.
+_phase_name=""
+_phase_start=0
+_total_start="$(date +%s%N)"
+phase() {
+	local now
+	now="$(date +%s%N)"
+	if [[ -n "$_phase_name" ]]; then
+		printf '[%s] %-28s %6.1fs\n' "$(basename "$0" .sh)" "$_phase_name" "$(((now - _phase_start) / 1000000))e-3" >&2
+	fi
+	_phase_name="$1"
+	_phase_start="$now"
+	if [[ -z "$1" ]]; then
+		printf '[%s] %-28s %6.1fs\n' "$(basename "$0" .sh)" "total" "$(((now - _total_start) / 1000000))e-3" >&2
+	fi
+}
+
+die() {
+	echo "$(basename "$0"): $*" >&2
+	exit 1
+}
+
+# pid_alive NAME: the recorded process of component NAME still runs.
+pid_alive() {
+	local pidfile="$STATE/pids/$1.pid" pid
+	[[ -f "$pidfile" ]] || return 1
+	pid="$(cat "$pidfile")"
+	[[ -n "$pid" && -d "/proc/$pid" ]] || return 1
+	# A recycled PID belongs to some other program: only trust our binaries.
+	[[ "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" == *"$(cat "$STATE/pids/$1.cmd" 2>/dev/null)"* ]]
+}

@@ -1,0 +1,369 @@
+#!/usr/bin/env bash
+# Brings up a single-node Kubernetes cluster built from the official Go
+# modules, as local processes inside a network namespace joined to nothing:
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy
+# and a kubelet on containerd + runc. Idempotent: what already runs is kept.
+#
+#   test/cluster/up.sh            (npm run cluster:up)
+#
+# Afterwards $STATE/env holds KUBECONFIG, LEADERHOOK_NETNS, NODE_IP,
+# NODE_NAME and CONTAINERD_ADDRESS; test/cluster/in-netns.sh runs a command
+# inside the namespace with it. test/cluster/down.sh stops everything.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+
+[[ "$(id -u)" == 0 ]] || die "must run as root (network namespaces, containerd, kubelet)"
+
+# --- packages: installed before anything is isolated, while apt can reach its archive
+phase "packages"
+need=()
+for pair in containerd:containerd runc:runc iptables:iptables ip:iproute2 openssl:openssl \
+	conntrack:conntrack nsenter:util-linux curl:curl ctr:containerd mount:mount; do
+	command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
+done
+[[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local && -x /usr/lib/cni/loopback ]] ||
+	need+=(containernetworking-plugins)
+if [[ ${#need[@]} -gt 0 ]]; then
+	echo "installing: ${need[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >&2
+	apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+fi
+command -v go >/dev/null || die "go is needed to build the cluster binary and images"
+
+phase "kubecluster binary"
+"$here/build.sh" >/dev/null
+bindir="$CACHE/bin"
+
+mkdir -p "$STATE"/{pids,logs,pki,etcd,cni/net.d,cni/ipam,containerd,kubelet,pod-logs,config}
+pki="$STATE/pki"
+cfg="$STATE/config"
+
+# --- network namespace
+phase "network namespace"
+modprobe br_netfilter 2>/dev/null || true
+modprobe overlay 2>/dev/null || true
+[[ -e "/run/netns/$NETNS" ]] || ip netns add "$NETNS"
+ip -n "$NETNS" link set lo up
+# Created with -n, both ends of the pair are born inside the namespace: the
+# root namespace's links are never touched.
+ip -n "$NETNS" link show "$NODE_LINK" >/dev/null 2>&1 ||
+	ip -n "$NETNS" link add "$NODE_LINK" type veth peer name "$PEER_LINK"
+ip -n "$NETNS" addr replace "$NODE_IP/24" dev "$NODE_LINK"
+ip -n "$NETNS" addr replace "$PEER_IP/24" dev "$PEER_LINK"
+ip -n "$NETNS" link set "$NODE_LINK" up
+ip -n "$NETNS" link set "$PEER_LINK" up
+# A locally generated packet to a ClusterIP needs a route before kube-proxy's
+# OUTPUT DNAT rewrites it; this one leads nowhere else. No default route.
+ip -n "$NETNS" route replace "$SERVICE_CIDR" dev "$NODE_LINK" src "$NODE_IP"
+in_netns sysctl -qw net.ipv4.ip_forward=1
+in_netns sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null ||
+	echo "warning: net.bridge.bridge-nf-call-iptables unavailable: a pod cannot reach a Service it backs itself" >&2
+
+# --- certificates
+phase "certificates"
+# cert NAME CN ORG USAGE [SANS]: an ECDSA key and a certificate signed by the cluster CA.
+cert() {
+	local name="$1" cn="$2" org="$3" usage="$4" sans="${5:-}" subj
+	[[ -f "$pki/$name.crt" ]] && return
+	subj="/CN=$cn"
+	[[ -n "$org" ]] && subj="/O=$org$subj"
+	{
+		echo "basicConstraints=critical,CA:FALSE"
+		echo "keyUsage=critical,digitalSignature,keyEncipherment"
+		echo "extendedKeyUsage=$usage"
+		[[ -n "$sans" ]] && echo "subjectAltName=$sans"
+	} >"$pki/$name.ext"
+	openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+		-keyout "$pki/$name.key" -out "$pki/$name.csr" -subj "$subj" 2>/dev/null
+	openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+		-days 3650 -extfile "$pki/$name.ext" -out "$pki/$name.crt" 2>/dev/null
+	rm -f "$pki/$name.csr" "$pki/$name.ext"
+}
+if [[ ! -f "$pki/ca.crt" ]]; then
+	openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+		-keyout "$pki/ca.key" -out "$pki/ca.crt" -days 3650 -subj "/CN=leaderhook-cluster-ca" \
+		-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
+fi
+cert apiserver kube-apiserver "" serverAuth \
+	"IP:$NODE_IP,IP:$API_SERVICE_IP,IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+cert admin leaderhook-admin system:masters clientAuth
+cert controller-manager system:kube-controller-manager "" clientAuth
+cert scheduler system:kube-scheduler "" clientAuth
+cert kube-proxy system:kube-proxy "" clientAuth
+cert kubelet "system:node:$NODE_NAME" system:nodes clientAuth
+cert kubelet-serving "$NODE_NAME" "" serverAuth "IP:$NODE_IP,DNS:$NODE_NAME"
+cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters clientAuth
+if [[ ! -f "$pki/sa.key" ]]; then
+	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$pki/sa.key" 2>/dev/null
+	openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub"
+fi
+chmod 600 "$pki"/*.key
+
+# kubeconfig NAME CERT: a kubeconfig with the CA and client pair embedded,
+# so it can be copied anywhere inside the namespace.
+kubeconfig() {
+	local file="$STATE/$1.kubeconfig" name="$2"
+	cat >"$file.tmp" <<-EOF
+		apiVersion: v1
+		kind: Config
+		clusters:
+		- name: leaderhook
+		  cluster:
+		    server: https://$NODE_IP:6443
+		    certificate-authority-data: $(base64 -w0 "$pki/ca.crt")
+		users:
+		- name: $name
+		  user:
+		    client-certificate-data: $(base64 -w0 "$pki/$name.crt")
+		    client-key-data: $(base64 -w0 "$pki/$name.key")
+		contexts:
+		- name: leaderhook
+		  context:
+		    cluster: leaderhook
+		    user: $name
+		current-context: leaderhook
+	EOF
+	chmod 600 "$file.tmp"
+	mv "$file.tmp" "$file"
+}
+for name in admin controller-manager scheduler kube-proxy kubelet; do
+	kubeconfig "$name" "$name"
+done
+kubectl=("$bindir/kubectl" --kubeconfig "$STATE/admin.kubeconfig")
+
+cat >"$STATE/env" <<EOF
+KUBECONFIG=$STATE/admin.kubeconfig
+LEADERHOOK_NETNS=$NETNS
+NODE_IP=$NODE_IP
+NODE_NAME=$NODE_NAME
+CONTAINERD_ADDRESS=$CONTAINERD_ADDRESS
+EOF
+
+# --- process management
+# start NAME CMD...: run CMD in the namespace, in its own session (a signal
+# to the terminal or job that ran up.sh does not reach it), logging to
+# logs/NAME.log and recording its PID. nsenter and setsid exec, so the PID
+# recorded is the component's own.
+start() {
+	local name="$1"
+	shift
+	if pid_alive "$name"; then
+		echo "$name already running (pid $(cat "$STATE/pids/$name.pid"))" >&2
+		return
+	fi
+	echo "=== $(date -Is) $*" >>"$STATE/logs/$name.log"
+	nsenter --net="/run/netns/$NETNS" -- setsid "$@" >>"$STATE/logs/$name.log" 2>&1 </dev/null &
+	echo "$!" >"$STATE/pids/$name.pid"
+	echo "$1" >"$STATE/pids/$name.cmd"
+}
+
+# wait_for NAME DESC SECONDS CMD...: poll CMD until it succeeds; give up
+# early, with the end of its log, if component NAME died.
+wait_for() {
+	local name="$1" desc="$2" timeout="$3" deadline
+	shift 3
+	deadline=$((SECONDS + timeout))
+	until "$@" >/dev/null 2>&1; do
+		if [[ -n "$name" ]] && ! pid_alive "$name"; then
+			tail -n 25 "$STATE/logs/$name.log" >&2
+			die "$name exited while waiting for $desc (log: $STATE/logs/$name.log)"
+		fi
+		if ((SECONDS >= deadline)); then
+			[[ -n "$name" ]] && tail -n 25 "$STATE/logs/$name.log" >&2
+			die "timed out after ${timeout}s waiting for $desc${name:+ (log: $STATE/logs/$name.log)}"
+		fi
+		sleep 0.2
+	done
+}
+
+# --- containerd
+phase "containerd"
+cat >"$STATE/cni/net.d/10-leaderhook.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "leaderhook",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "cni0",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "$STATE/cni/ipam",
+        "ranges": [[{ "subnet": "$POD_CIDR" }]],
+        "routes": [{ "dst": "$SERVICE_CIDR" }, { "dst": "$NODE_IP/24" }]
+      }
+    },
+    { "type": "portmap", "capabilities": { "portMappings": true } }
+  ]
+}
+EOF
+cat >"$STATE/containerd/config.toml" <<EOF
+version = 2
+root = "$STATE/containerd/root"
+state = "$STATE/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
+
+[grpc]
+  address = "$CONTAINERD_ADDRESS"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$STATE/containerd/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  disable_tcp_service = true
+  stream_server_address = "127.0.0.1"
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$STATE/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+EOF
+start containerd "$(command -v containerd)" --config "$STATE/containerd/config.toml"
+wait_for containerd "containerd's socket" 30 ctr --address "$CONTAINERD_ADDRESS" version
+
+phase "cluster images"
+ctr_k8s=(ctr --address "$CONTAINERD_ADDRESS" --namespace k8s.io)
+while read -r image archive; do
+	# An image already there under the same name came from the same archive
+	# unless its sources changed; import-image.sh re-pins in any case.
+	if ! "${ctr_k8s[@]}" images ls -q | grep -qxF "$image" ||
+		[[ "$archive" -nt "$STATE/containerd/imported-$(basename "$archive")" ]]; then
+		CONTAINERD_ADDRESS="$CONTAINERD_ADDRESS" "$repo/test/images/import-image.sh" "$archive" >/dev/null
+		touch "$STATE/containerd/imported-$(basename "$archive")"
+	fi
+done < <("$repo/test/images/build-test-images.sh")
+
+# --- control plane
+phase "etcd"
+start etcd "$bindir/etcd" --data-dir "$STATE/etcd" \
+	--listen-client-url http://127.0.0.1:2379 --listen-peer-url http://127.0.0.1:2380
+wait_for etcd "etcd health" 60 in_netns curl -sf http://127.0.0.1:2379/health
+
+phase "kube-apiserver"
+start kube-apiserver "$bindir/kube-apiserver" \
+	--etcd-servers=http://127.0.0.1:2379 \
+	--advertise-address="$NODE_IP" --secure-port=6443 \
+	--tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
+	--client-ca-file="$pki/ca.crt" \
+	--kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" \
+	--kubelet-client-key="$pki/apiserver-kubelet-client.key" \
+	--kubelet-certificate-authority="$pki/ca.crt" \
+	--service-account-issuer=https://kubernetes.default.svc.cluster.local \
+	--service-account-key-file="$pki/sa.pub" \
+	--service-account-signing-key-file="$pki/sa.key" \
+	--service-cluster-ip-range="$SERVICE_CIDR" \
+	--authorization-mode=Node,RBAC \
+	--enable-admission-plugins=NodeRestriction,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,PodSecurity \
+	--allow-privileged=true \
+	--profiling=false
+curl_admin=(in_netns curl -sf --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key")
+wait_for kube-apiserver "kube-apiserver /readyz" 120 "${curl_admin[@]}" "https://$NODE_IP:6443/readyz"
+
+phase "controllers and scheduler"
+start kube-controller-manager "$bindir/kube-controller-manager" \
+	--kubeconfig="$STATE/controller-manager.kubeconfig" \
+	--authentication-kubeconfig="$STATE/controller-manager.kubeconfig" \
+	--authorization-kubeconfig="$STATE/controller-manager.kubeconfig" \
+	--bind-address=127.0.0.1 --leader-elect=false \
+	--controllers='*' \
+	--use-service-account-credentials=true \
+	--service-account-private-key-file="$pki/sa.key" \
+	--root-ca-file="$pki/ca.crt" \
+	--allocate-node-cidrs=true --cluster-cidr="$CLUSTER_CIDR" --node-cidr-mask-size=24 \
+	--service-cluster-ip-range="$SERVICE_CIDR" \
+	--profiling=false
+start kube-scheduler "$bindir/kube-scheduler" \
+	--kubeconfig="$STATE/scheduler.kubeconfig" \
+	--authentication-kubeconfig="$STATE/scheduler.kubeconfig" \
+	--authorization-kubeconfig="$STATE/scheduler.kubeconfig" \
+	--bind-address=127.0.0.1 --leader-elect=false --profiling=false
+wait_for kube-controller-manager "kube-controller-manager /healthz" 60 in_netns curl -skf https://127.0.0.1:10257/healthz
+wait_for kube-scheduler "kube-scheduler /healthz" 60 in_netns curl -skf https://127.0.0.1:10259/healthz
+
+# --- node
+phase "kubelet and kube-proxy"
+echo "nameserver 127.0.0.1" >"$STATE/resolv.conf"
+cat >"$cfg/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: unix://$CONTAINERD_ADDRESS
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $pki/ca.crt}
+authorization:
+  mode: Webhook
+tlsCertFile: $pki/kubelet-serving.crt
+tlsPrivateKeyFile: $pki/kubelet-serving.key
+address: $NODE_IP
+healthzBindAddress: 127.0.0.1
+resolvConf: $STATE/resolv.conf
+clusterDomain: cluster.local
+podLogsDir: $STATE/pod-logs
+# Imported images cannot be pulled back: never garbage-collect them.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+# A test machine's disk and memory run fuller than a node's; only evict
+# when it is really exhausted.
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 1%
+  nodefs.inodesFree: 1%
+  imagefs.available: 1%
+mergeDefaultEvictionSettings: false
+shutdownGracePeriod: 0s
+EOF
+start kubelet "$bindir/kubelet" \
+	--config="$cfg/kubelet.yaml" \
+	--kubeconfig="$STATE/kubelet.kubeconfig" \
+	--root-dir="$STATE/kubelet" \
+	--hostname-override="$NODE_NAME" \
+	--node-ip="$NODE_IP"
+cat >"$cfg/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: $STATE/kube-proxy.kubeconfig
+mode: iptables
+clusterCIDR: $CLUSTER_CIDR
+hostnameOverride: $NODE_NAME
+bindAddress: $NODE_IP
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+# Leave the machine-wide conntrack sysctls alone: the namespace may not write them.
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+EOF
+start kube-proxy "$bindir/kube-proxy" --config="$cfg/kube-proxy.yaml"
+
+node_ready() {
+	[[ "$(in_netns "${kubectl[@]}" get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" == True ]]
+}
+service_rules() {
+	in_netns iptables -t nat -S KUBE-SERVICES | grep -q -- "-d $API_SERVICE_IP/32 .*default/kubernetes:https"
+}
+wait_for kubelet "node $NODE_NAME Ready" 180 node_ready
+wait_for kube-proxy "kube-proxy's rules for the kubernetes Service" 60 service_rules
+wait_for "" "the default ServiceAccount" 60 in_netns "${kubectl[@]}" get serviceaccount default -n default
+phase ""
+echo "cluster up: KUBECONFIG=$STATE/admin.kubeconfig (inside network namespace $NETNS; run tools with test/cluster/in-netns.sh)"

@@ -1,0 +1,124 @@
+/**
+ * The local cluster is isolated, and still an ordinary cluster inside:
+ * its network namespace has no default route and no link to the machine's
+ * root namespace, while a pod reaches the API through the `kubernetes`
+ * Service with client-go's unmodified in-cluster configuration.
+ *
+ * Run inside the namespace: test/cluster/in-netns.sh node --test test/integration/isolation.test.ts
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { type V1Pod, VersionApi } from '@kubernetes/client-node';
+import { broughtOwnCluster, core, createTestNamespace, kubeConfig, type TestNamespace, waitFor } from '../support/kube.ts';
+
+const run = promisify(execFile);
+const netns = process.env.LEADERHOOK_NETNS ?? 'leaderhook';
+const kubegetImage = process.env.LEADERHOOK_KUBEGET_IMAGE ?? 'leaderhook.local/kubeget:1';
+
+interface Link {
+  ifname: string;
+  link?: string;
+  link_netnsid?: number;
+  master?: string;
+  linkinfo?: { info_kind?: string };
+}
+
+/** `ip -j ARGS` in the cluster's namespace, or in the machine's root namespace (that of PID 1). */
+async function ipJson<T>(where: 'cluster' | 'root', ...args: string[]): Promise<T> {
+  const command = where === 'cluster' ? ['ip', '-n', netns, '-j', ...args] : ['nsenter', '--net=/proc/1/ns/net', 'ip', '-j', ...args];
+  const { stdout } = await run(command[0]!, command.slice(1));
+  return JSON.parse(stdout || '[]') as T;
+}
+
+describe('network namespace of the local cluster', { skip: broughtOwnCluster && 'LEADERHOOK_KUBECONFIG names a cluster this project did not start' }, () => {
+  test('is a namespace of its own, not the root namespace', async () => {
+    const { stdout: own } = await run('stat', ['-L', '-c', '%i', `/run/netns/${netns}`]);
+    const { stdout: root } = await run('stat', ['-L', '-c', '%i', '/proc/1/ns/net']);
+    assert.notEqual(own.trim(), root.trim());
+  });
+
+  test('has no default route, so nothing can be routed out', async () => {
+    for (const family of ['-4', '-6']) {
+      const { stdout } = await run('ip', ['-n', netns, family, 'route', 'show', 'default']);
+      assert.equal(stdout.trim(), '', `ip -n ${netns} ${family} route show default`);
+    }
+    // A route lookup only, no packet is sent: an outside address is unreachable.
+    await assert.rejects(run('ip', ['-n', netns, 'route', 'get', '192.0.2.1']), /Network is unreachable/);
+  });
+
+  test('shares no link with the root namespace', async () => {
+    const links = await ipJson<Link[]>('cluster', '-d', 'link', 'show');
+    const node = links.find((link) => link.ifname === 'lh-node');
+    assert.ok(node, `the node's veth lh-node exists in ${netns}: ${links.map((l) => l.ifname).join(', ')}`);
+    // The node's pair has both ends here: its peer is named, with no netnsid.
+    assert.equal(node.link, 'lh-peer');
+    assert.equal(node.link_netnsid, undefined);
+    for (const link of links) {
+      if (link.link_netnsid === undefined) continue;
+      // Only pods' veths cross namespaces, and only into pods' namespaces.
+      assert.equal(link.linkinfo?.info_kind, 'veth', `${link.ifname} reaches into another namespace`);
+      assert.equal(link.master, 'cni0', `${link.ifname} reaches into another namespace but is no pod's veth`);
+    }
+
+    const rootLinks = await ipJson<Link[]>('root', '-d', 'link', 'show');
+    const rootNames = rootLinks.map((link) => link.ifname);
+    for (const name of ['lh-node', 'lh-peer', 'cni0']) assert.ok(!rootNames.includes(name), `${name} appears in the root namespace`);
+    // A veth pair across the two namespaces would give the cluster's
+    // namespace an id in the root namespace, named after its /run/netns entry.
+    const ids = await ipJson<{ nsid: number; name?: string }[]>('root', 'netns', 'list-id');
+    const clusterIds = ids.filter((id) => id.name === netns).map((id) => id.nsid);
+    const crossing = rootLinks.filter((link) => link.link_netnsid !== undefined && clusterIds.includes(link.link_netnsid));
+    assert.deepEqual(
+      crossing.map((link) => link.ifname),
+      [],
+    );
+  });
+});
+
+describe('a pod of the cluster', () => {
+  let namespace: TestNamespace;
+  before(async () => {
+    namespace = await createTestNamespace('isolation', { 'pod-security.kubernetes.io/enforce': 'restricted' });
+  });
+  after(async () => {
+    await namespace?.cleanup();
+  });
+
+  test('reaches the API through the kubernetes Service with the unmodified in-cluster configuration', async () => {
+    const pod: V1Pod = {
+      metadata: { name: 'kubeget' },
+      spec: {
+        restartPolicy: 'Never',
+        securityContext: { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } },
+        containers: [
+          {
+            name: 'kubeget',
+            image: kubegetImage,
+            imagePullPolicy: 'Never',
+            securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+          },
+        ],
+      },
+    };
+    await core.createNamespacedPod({ namespace: namespace.name, body: pod });
+    const done = await waitFor(
+      'pod kubeget to finish',
+      async () => {
+        const current = await core.readNamespacedPod({ name: 'kubeget', namespace: namespace.name });
+        const phase = current.status?.phase;
+        return phase === 'Succeeded' || phase === 'Failed' ? current : undefined;
+      },
+      90_000,
+    );
+    const log = await core.readNamespacedPodLog({ name: 'kubeget', namespace: namespace.name, container: 'kubeget' });
+    assert.equal(done.status?.phase, 'Succeeded', `kubeget failed: ${log}`);
+
+    const service = await core.readNamespacedService({ name: 'kubernetes', namespace: 'default' });
+    const reply = JSON.parse(log.trim()) as { host: string; gitVersion: string };
+    assert.equal(reply.host, `https://${service.spec?.clusterIP}:443`, 'in-cluster configuration points at the kubernetes Service');
+    const served = await kubeConfig.makeApiClient(VersionApi).getCode();
+    assert.equal(reply.gitVersion, served.gitVersion, 'the pod saw the same API server');
+  });
+});

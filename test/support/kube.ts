@@ -1,0 +1,98 @@
+/**
+ * The Kubernetes cluster the integration and end-to-end tests run against:
+ * `LEADERHOOK_KUBECONFIG` (bring your own cluster), else the local cluster
+ * that `npm run cluster:up` started. Tests of the local cluster run inside its
+ * network namespace (test/cluster/in-netns.sh), the only place it is reachable.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { AdmissionregistrationV1Api, ApiException, AppsV1Api, CoordinationV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+
+/** True when the tests use a cluster they did not start (no network namespace, no local state). */
+export const broughtOwnCluster = Boolean(process.env.LEADERHOOK_KUBECONFIG);
+
+/** The local cluster's state directory (test/cluster/lib.sh keeps the same default). */
+export const clusterStateDir = process.env.LEADERHOOK_CLUSTER_DIR ?? join(homedir(), '.cache', 'leaderhook', 'cluster');
+
+export const kubeconfigPath = process.env.LEADERHOOK_KUBECONFIG ?? join(clusterStateDir, 'admin.kubeconfig');
+
+function loadKubeConfig(): KubeConfig {
+  if (!existsSync(kubeconfigPath)) {
+    throw new Error(
+      `no kubeconfig at ${kubeconfigPath}: start the local cluster with \`npm run cluster:up\` or set LEADERHOOK_KUBECONFIG to an existing cluster's kubeconfig`,
+    );
+  }
+  const config = new KubeConfig();
+  config.loadFromFile(kubeconfigPath);
+  return config;
+}
+
+export const kubeConfig = loadKubeConfig();
+export const core = kubeConfig.makeApiClient(CoreV1Api);
+export const apps = kubeConfig.makeApiClient(AppsV1Api);
+export const coordination = kubeConfig.makeApiClient(CoordinationV1Api);
+export const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+export const admissionRegistration = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
+
+/** The HTTP status of a failed API call, or undefined for any other error. */
+export function apiStatus(error: unknown): number | undefined {
+  return error instanceof ApiException ? error.code : undefined;
+}
+
+export interface TestNamespace {
+  name: string;
+  /** Deletes the namespace (and so everything in it); does not wait for it to be gone. */
+  cleanup: () => Promise<void>;
+}
+
+/**
+ * Creates a namespace named `<prefix>-<random>` and waits until its default
+ * ServiceAccount exists, since pods cannot be created before that.
+ */
+export async function createTestNamespace(prefix: string, labels: Record<string, string> = {}): Promise<TestNamespace> {
+  const name = `${prefix}-${randomBytes(3).toString('hex')}`;
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name)) {
+    throw new Error(`test namespace name ${JSON.stringify(name)} is not a DNS label: use a short lowercase prefix`);
+  }
+  await core.createNamespace({ body: { metadata: { name, labels: { 'leaderhook.io/test': 'true', ...labels } } } });
+  const cleanup = async (): Promise<void> => {
+    try {
+      await core.deleteNamespace({ name, propagationPolicy: 'Background' });
+    } catch (error) {
+      if (apiStatus(error) !== 404) throw error;
+    }
+  };
+  try {
+    await waitFor(`ServiceAccount default in namespace ${name}`, () => core.readNamespacedServiceAccount({ name: 'default', namespace: name }), 30_000);
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+  return { name, cleanup };
+}
+
+/**
+ * Polls `check` until it returns something other than undefined, null or
+ * false, and returns that. Errors `check` throws count as "not yet"; the last
+ * one is named if time runs out.
+ */
+export async function waitFor<T>(description: string, check: () => Promise<T | undefined | null | false>, timeoutMs: number, intervalMs = 200): Promise<T> {
+  const started = Date.now();
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const result = await check();
+      if (result !== undefined && result !== null && result !== false) return result;
+      lastError = undefined;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() - started >= timeoutMs) {
+      const cause = lastError === undefined ? '' : `; last error: ${lastError instanceof Error ? lastError.message : String(lastError)}`;
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${description}${cause}`, { cause: lastError });
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
