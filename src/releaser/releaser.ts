@@ -190,6 +190,15 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     }, reportIntervalMs);
     reportTimer.unref();
     await Promise.all([locksListedP, leasesListedP]);
+    if (!active()) return;
+    log.info(
+      {
+        ownLocks: [...ownLocks.keys()],
+        ownLeases: [...ownLeases.keys()],
+        otherLocks: [...trackers.values()].map((t) => `${t.name} (${t.owner.name})`),
+      },
+      'ready: locks and Leases listed',
+    );
   }
 
   // ---- Leases (R1 only) -----------------------------------------------------

@@ -1,0 +1,336 @@
+/**
+ * What the release hook's cluster tests share: an admin client, one test
+ * namespace per case with the documented Role bound to a service account,
+ * a Node object that no kubelet serves (pods bound to it keep whatever
+ * status the test writes, and a graceful delete leaves them Terminating),
+ * and a hook running in-process with that service account's token.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { load, loadAll } from 'js-yaml';
+import { pino } from 'pino';
+import { createKubeClient, type KubeClient } from '../../../src/kube/client.ts';
+import { kubeconfigConfig } from '../../../src/kube/config.ts';
+import { isNotFound } from '../../../src/kube/errors.ts';
+import type { ConfigMap, KubeEvent, Lease, List, Pod } from '../../../src/kube/types.ts';
+import { type ReleaserOptions, type RunningReleaser, runReleaser } from '../../../src/releaser/releaser.ts';
+
+export const kubeconfigPath = process.env.LEADERHOOK_KUBECONFIG ?? process.env.KUBECONFIG;
+/** Why the cluster tests cannot run here, or undefined when they can. */
+export const skipReason = kubeconfigPath ? undefined : 'no cluster: run under test/cluster/in-netns.sh (KUBECONFIG from the cluster env)';
+
+const roleDocs = loadAll(readFileSync(new URL('./role.yaml', import.meta.url), 'utf8')) as Record<string, unknown>[];
+
+export const pauseImage = process.env.LEADERHOOK_PAUSE_IMAGE ?? 'leaderhook.local/pause:3.10';
+
+let adminClient: KubeClient | undefined;
+export async function admin(): Promise<KubeClient> {
+  if (!adminClient) adminClient = createKubeClient(await kubeconfigConfig(kubeconfigPath as string));
+  return adminClient;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `check` until it returns a value other than undefined/false, or fails naming what was awaited. */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 15_000, everyMs = 50): Promise<T> {
+  const start = Date.now();
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() - start > timeoutMs) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+    }
+    await sleep(everyMs);
+  }
+}
+
+export function suffix(): string {
+  return randomBytes(3).toString('hex');
+}
+
+/** A Node object with no kubelet behind it. Pods bound to it tolerate its taints forever. */
+export async function createFakeNode(): Promise<string> {
+  const kube = await admin();
+  const name = `lh-fake-node-${suffix()}`;
+  await kube.request({
+    method: 'POST',
+    path: '/api/v1/nodes',
+    body: { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { 'leaderhook.io/test': 'fake-node' } } },
+  });
+  return name;
+}
+
+export async function deleteNode(name: string): Promise<void> {
+  const kube = await admin();
+  await kube.request({ method: 'DELETE', path: `/api/v1/nodes/${name}` }).catch(() => {});
+}
+
+export interface TestNamespace {
+  name: string;
+  /** Service account the hook runs as (bound to the documented Role unless told otherwise). */
+  serviceAccount: string;
+  /** A kubeconfig file with a token for that service account. */
+  kubeconfig: string;
+  cleanup(): Promise<void>;
+}
+
+/**
+ * A fresh namespace with service account `operator`, bound to role.yaml (or
+ * to `rules` instead, to test missing permissions), and a kubeconfig that
+ * authenticates as that service account through a TokenRequest.
+ */
+export async function createNamespace(prefix: string, rules?: unknown[]): Promise<TestNamespace> {
+  const kube = await admin();
+  const name = `${prefix}-${suffix()}`;
+  await kube.request({
+    method: 'POST',
+    path: '/api/v1/namespaces',
+    body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { 'leaderhook.io/test': 'releaser' } } },
+  });
+  await kube.request({
+    method: 'POST',
+    path: `/api/v1/namespaces/${name}/serviceaccounts`,
+    body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'operator' } },
+  });
+  for (const doc of roleDocs) {
+    const kind = doc.kind as string;
+    const body = structuredClone(doc);
+    if (kind === 'Role' && rules) body.rules = rules;
+    const resource = kind === 'Role' ? 'roles' : 'rolebindings';
+    await kube.request({ method: 'POST', path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${name}/${resource}`, body });
+  }
+  const tokenRequest = await kube.request<{ status: { token: string } }>({
+    method: 'POST',
+    path: `/api/v1/namespaces/${name}/serviceaccounts/operator/token`,
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+  });
+  const adminDoc = load(readFileSync(kubeconfigPath as string, 'utf8')) as {
+    'current-context': string;
+    contexts: { name: string; context: { cluster: string } }[];
+    clusters: { name: string; cluster: Record<string, unknown> }[];
+  };
+  const clusterName = adminDoc.contexts.find((c) => c.name === adminDoc['current-context'])?.context.cluster;
+  const cluster = adminDoc.clusters.find((c) => c.name === clusterName)?.cluster ?? {};
+  const dir = mkdtempSync(join(tmpdir(), 'leaderhook-releaser-'));
+  const kubeconfig = join(dir, 'kubeconfig');
+  const caPath = typeof cluster['certificate-authority'] === 'string' ? (cluster['certificate-authority'] as string) : undefined;
+  const clusterEntry: Record<string, unknown> = { server: cluster.server };
+  if (cluster['certificate-authority-data']) clusterEntry['certificate-authority-data'] = cluster['certificate-authority-data'];
+  else if (caPath) clusterEntry['certificate-authority'] = caPath.startsWith('/') ? caPath : join(kubeconfigPath as string, '..', caPath);
+  writeFileSync(
+    kubeconfig,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      'current-context': 'hook',
+      clusters: [{ name: 'c', cluster: clusterEntry }],
+      users: [{ name: 'operator', user: { token: tokenRequest.status.token } }],
+      contexts: [{ name: 'hook', context: { cluster: 'c', user: 'operator', namespace: name } }],
+    }),
+  );
+  return {
+    name,
+    serviceAccount: 'operator',
+    kubeconfig,
+    async cleanup() {
+      // Pods on the fake node never finish a graceful delete: force them.
+      const pods = await kube.request<List<Pod>>({ method: 'GET', path: `/api/v1/namespaces/${name}/pods` }).catch(() => ({ items: [] as Pod[] }));
+      await Promise.all(
+        pods.items.map((p) =>
+          kube.request({ method: 'DELETE', path: `/api/v1/namespaces/${name}/pods/${p.metadata?.name}`, body: { gracePeriodSeconds: 0 } }).catch(() => {}),
+        ),
+      );
+      await kube.request({ method: 'DELETE', path: `/api/v1/namespaces/${name}` }).catch(() => {});
+    },
+  };
+}
+
+const tolerateFakeNode = [
+  { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute' },
+  { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute' },
+  { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoSchedule' },
+  { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoSchedule' },
+];
+
+/** A pod bound to `node` (a fake node, or the real one). Containers: an init container, the hook sidecar, the operator. */
+export async function createPod(
+  ns: string,
+  name: string,
+  node: string,
+  extra: { labels?: Record<string, string>; annotations?: Record<string, string>; spec?: Record<string, unknown> } = {},
+): Promise<Pod> {
+  const kube = await admin();
+  return kube.request<Pod>({
+    method: 'POST',
+    path: `/api/v1/namespaces/${ns}/pods`,
+    body: {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, labels: extra.labels ?? { app: 'operator' }, ...(extra.annotations ? { annotations: extra.annotations } : {}) },
+      spec: {
+        nodeName: node,
+        serviceAccountName: 'operator',
+        automountServiceAccountToken: false,
+        terminationGracePeriodSeconds: 30,
+        tolerations: tolerateFakeNode,
+        initContainers: [
+          { name: 'setup', image: pauseImage, imagePullPolicy: 'Never' },
+          { name: 'leaderhook', image: pauseImage, imagePullPolicy: 'Never', restartPolicy: 'Always' },
+        ],
+        containers: [{ name: 'manager', image: pauseImage, imagePullPolicy: 'Never' }],
+        ...extra.spec,
+      },
+    },
+  });
+}
+
+type ContainerState = 'running' | 'terminated' | 'waiting';
+
+/**
+ * Writes a pod status through the status subresource, as a kubelet would
+ * (the fake node has none). `containers` gives each container's state;
+ * unnamed containers are terminated.
+ */
+export async function setPodStatus(
+  ns: string,
+  name: string,
+  phase: string,
+  reason: string | undefined,
+  containers: Record<string, ContainerState> = {},
+): Promise<Pod> {
+  const kube = await admin();
+  const pod = await kube.getPod(ns, name);
+  const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const status = (n: string) => {
+    const s = containers[n] ?? 'terminated';
+    const state =
+      s === 'running'
+        ? { running: { startedAt: now } }
+        : s === 'waiting'
+          ? { waiting: { reason: 'CrashLoopBackOff' } }
+          : { terminated: { exitCode: 137, reason: 'Error', startedAt: now, finishedAt: now } };
+    return { name: n, image: pauseImage, imageID: '', ready: s === 'running', restartCount: 0, started: s === 'running', state };
+  };
+  const spec = pod.spec as NonNullable<Pod['spec']>;
+  const body = {
+    ...pod,
+    status: {
+      phase,
+      ...(reason ? { reason, message: `set by test: ${reason}` } : {}),
+      initContainerStatuses: (spec.initContainers ?? []).map((c) => status(c.name)),
+      containerStatuses: spec.containers.map((c) => status(c.name)),
+    },
+  };
+  return kube.request<Pod>({ method: 'PUT', path: `/api/v1/namespaces/${ns}/pods/${name}/status`, body });
+}
+
+/** A lock exactly as operator-lib's leader.Become creates it. */
+export async function createLock(ns: string, name: string, holder: { name: string; uid: string }): Promise<ConfigMap> {
+  const kube = await admin();
+  return kube.request<ConfigMap>({
+    method: 'POST',
+    path: `/api/v1/namespaces/${ns}/configmaps`,
+    body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: holder.name, uid: holder.uid }] } },
+  });
+}
+
+export async function createLease(ns: string, name: string, holderIdentity: string): Promise<Lease> {
+  const kube = await admin();
+  const now = new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+  return kube.request<Lease>({
+    method: 'POST',
+    path: `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`,
+    body: {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name },
+      spec: { holderIdentity, leaseDurationSeconds: 15, acquireTime: now, renewTime: now, leaseTransitions: 2 },
+    },
+  });
+}
+
+export async function configMapGone(ns: string, name: string): Promise<boolean> {
+  const kube = await admin();
+  try {
+    await kube.getConfigMap(ns, name);
+    return false;
+  } catch (err) {
+    if (isNotFound(err)) return true;
+    throw err;
+  }
+}
+
+export async function events(ns: string, reason?: string): Promise<KubeEvent[]> {
+  const kube = await admin();
+  const list = await kube.request<List<KubeEvent>>({ method: 'GET', path: `/api/v1/namespaces/${ns}/events` });
+  return list.items.filter((e) => !reason || e.reason === reason);
+}
+
+/** Deletes a pod gracefully; on a fake node it then stays Terminating with a deletionTimestamp. */
+export async function deletePod(ns: string, name: string, gracePeriodSeconds: number): Promise<void> {
+  const kube = await admin();
+  await kube.request({ method: 'DELETE', path: `/api/v1/namespaces/${ns}/pods/${name}`, body: { gracePeriodSeconds } });
+}
+
+export interface LogLine {
+  level: string;
+  msg: string;
+  [key: string]: unknown;
+}
+
+export interface HookUnderTest {
+  releaser: RunningReleaser;
+  client: KubeClient;
+  logs: LogLine[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the hook in-process as pod `pod`, authenticated as the namespace's
+ * service account through its kubeconfig. Its log lines are collected (and
+ * echoed when LEADERHOOK_TEST_VERBOSE is set).
+ */
+export async function startHook(
+  ns: TestNamespace,
+  pod: Pod,
+  options: Partial<ReleaserOptions> = {},
+  wrapClient: (client: KubeClient) => KubeClient = (c) => c,
+): Promise<HookUnderTest> {
+  const client = createKubeClient(await kubeconfigConfig(ns.kubeconfig));
+  const logs: LogLine[] = [];
+  const verbose = Boolean(process.env.LEADERHOOK_TEST_VERBOSE);
+  const logger = pino(
+    { level: 'debug', base: { component: 'release-hook' } },
+    {
+      write(line: string) {
+        logs.push(JSON.parse(line) as LogLine);
+        if (verbose) process.stderr.write(line);
+      },
+    },
+  );
+  const releaser = await runReleaser({
+    podName: pod.metadata?.name as string,
+    podNamespace: ns.name,
+    podUid: pod.metadata?.uid as string,
+    waitReportIntervalSeconds: 60,
+    client: wrapClient(client),
+    logger,
+    ...options,
+  });
+  return {
+    releaser,
+    client,
+    logs,
+    async stop() {
+      await releaser.stop();
+      client.close();
+    },
+  };
+}

@@ -1,0 +1,401 @@
+/**
+ * The release rules against the real API server, garbage collector and RBAC,
+ * with the hook authenticated as the pod's service account under role.yaml.
+ * Pods whose status a rule needs live on a Node object no kubelet serves;
+ * one R2 case runs on the real kubelet (activeDeadlineSeconds).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { KubeClient } from '../../../src/kube/client.ts';
+import type { Lease, Pod } from '../../../src/kube/types.ts';
+import {
+  admin,
+  configMapGone,
+  createFakeNode,
+  createLease,
+  createLock,
+  createNamespace,
+  createPod,
+  deleteNode,
+  deletePod,
+  events,
+  type HookUnderTest,
+  type LogLine,
+  pauseImage,
+  setPodStatus,
+  skipReason,
+  sleep,
+  startHook,
+  type TestNamespace,
+  waitFor,
+} from './harness.ts';
+
+const report: string[] = [];
+const note = (line: string) => {
+  report.push(line);
+  process.stdout.write(`# ${line}\n`);
+};
+
+function logsWith(logs: LogLine[], pred: (l: LogLine) => boolean): LogLine[] {
+  return logs.filter(pred);
+}
+
+describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 }, () => {
+  let node: string;
+  const cleanups: (() => Promise<void>)[] = [];
+
+  before(async () => {
+    node = await createFakeNode();
+  });
+  after(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => {});
+    await deleteNode(node);
+    (await admin()).close();
+    if (report.length) process.stdout.write(`\n# release hook measurements\n${report.map((l) => `#   ${l}`).join('\n')}\n`);
+  });
+
+  async function namespace(prefix: string, rules?: unknown[]): Promise<TestNamespace> {
+    const ns = await createNamespace(prefix, rules);
+    cleanups.push(() => ns.cleanup());
+    return ns;
+  }
+  async function hook(ns: TestNamespace, pod: Pod, options = {}, wrap?: (c: KubeClient) => KubeClient): Promise<HookUnderTest> {
+    const h = await startHook(ns, pod, options, wrap);
+    cleanups.push(() => h.stop());
+    return h;
+  }
+
+  describe('R1 own stop', () => {
+    it('releases the own ConfigMap lock on SIGTERM while the pod is being deleted', async () => {
+      const ns = await namespace('lh-r1-cm');
+      const pod = await createPod(ns.name, 'op-0', node);
+      await createLock(ns.name, 'op-lock', { name: 'op-0', uid: pod.metadata?.uid as string });
+      const h = await hook(ns, pod);
+      await h.releaser.ready;
+      await deletePod(ns.name, 'op-0', 30);
+      const t0 = performance.now();
+      const result = await h.releaser.onTerminate();
+      const gone = await configMapGone(ns.name, 'op-lock');
+      const latency = performance.now() - t0;
+      assert.equal(result.decision.release, true, JSON.stringify(result.decision));
+      assert.deepEqual(result.released, ['ConfigMap/op-lock']);
+      assert.equal(gone, true);
+      note(`R1 ConfigMap: SIGTERM -> lock gone ${latency.toFixed(1)} ms (onTerminate ${result.durationMs} ms incl. Event)`);
+      const ev = await waitFor('LeaderLockReleased event', async () =>
+        (await events(ns.name, 'LeaderLockReleased')).find((e) => e.involvedObject.name === 'op-0'),
+      );
+      assert.match(ev.message ?? '', /ConfigMap\/op-lock/);
+      assert.ok(logsWith(h.logs, (l) => /SIGTERM: released ConfigMap\/op-lock/.test(l.msg)).length === 1, 'one log line for the release');
+    });
+
+    it('releases nothing when the own pod is not being deleted', async () => {
+      const ns = await namespace('lh-r1-nodel');
+      const pod = await createPod(ns.name, 'op-0', node);
+      await createLock(ns.name, 'op-lock', { name: 'op-0', uid: pod.metadata?.uid as string });
+      const h = await hook(ns, pod);
+      await h.releaser.ready;
+      const result = await h.releaser.onTerminate();
+      assert.equal(!result.decision.release && result.decision.refusal, 'notBeingDeleted');
+      assert.deepEqual(result.released, []);
+      assert.equal(await configMapGone(ns.name, 'op-lock'), false);
+    });
+
+    it('releases nothing when SIGTERM comes later than deadline - margin', async () => {
+      const ns = await namespace('lh-r1-late');
+      const pod = await createPod(ns.name, 'op-0', node);
+      await createLock(ns.name, 'op-lock', { name: 'op-0', uid: pod.metadata?.uid as string });
+      // Grace 30 s; the hook's clock says 29 s have passed: inside the 2 s margin.
+      const h = await hook(ns, pod, { clock: { now: () => Date.now() + 29_000 } });
+      await h.releaser.ready;
+      await deletePod(ns.name, 'op-0', 30);
+      const result = await h.releaser.onTerminate();
+      assert.equal(!result.decision.release && result.decision.refusal, 'pastDeadline', JSON.stringify(result.decision));
+      assert.equal(await configMapGone(ns.name, 'op-lock'), false);
+    });
+
+    it('releases nothing once the grace period is over (deadline passed)', async () => {
+      const ns = await namespace('lh-r1-over');
+      const pod = await createPod(ns.name, 'op-0', node);
+      await createLock(ns.name, 'op-lock', { name: 'op-0', uid: pod.metadata?.uid as string });
+      const h = await hook(ns, pod, { clock: { now: () => Date.now() + 60_000 } });
+      await h.releaser.ready;
+      await deletePod(ns.name, 'op-0', 30);
+      const result = await h.releaser.onTerminate();
+      assert.equal(!result.decision.release && result.decision.refusal, 'pastDeadline');
+      assert.equal(await configMapGone(ns.name, 'op-lock'), false);
+    });
+
+    it('observe mode (pod annotation) records what it would release and releases nothing', async () => {
+      const ns = await namespace('lh-r1-obs');
+      const pod = await createPod(ns.name, 'op-0', node, { annotations: { 'leaderhook.io/observe': 'true' } });
+      await createLock(ns.name, 'op-lock', { name: 'op-0', uid: pod.metadata?.uid as string });
+      const h = await hook(ns, pod);
+      await h.releaser.ready;
+      await deletePod(ns.name, 'op-0', 30);
+      const result = await h.releaser.onTerminate();
+      assert.deepEqual(result.observed, ['ConfigMap/op-lock']);
+      assert.deepEqual(result.released, []);
+      assert.equal(await configMapGone(ns.name, 'op-lock'), false);
+      await waitFor('LeaderLockWouldRelease event', async () => (await events(ns.name, 'LeaderLockWouldRelease')).length > 0);
+    });
+
+    it('releases a Lease held by this pod to the leaderless record; never touches the node-hostname or other holders', async () => {
+      const ns = await namespace('lh-r1-lease');
+      const pod = await createPod(ns.name, 'op-0', node);
+      await createLease(ns.name, 'op-lease', 'op-0_6f0d3c2a-1b7e-4c55-9d1e-0a1b2c3d4e5f');
+      const nodeLease = await createLease(ns.name, 'hostnet-lease', `${node}_0a1b2c3d-4e5f-4c55-9d1e-6f0d3c2a1b7e`);
+      const otherLease = await createLease(ns.name, 'other-lease', 'op-01_0a1b2c3d');
+      const h = await hook(ns, pod);
+      await h.releaser.ready;
+      await deletePod(ns.name, 'op-0', 30);
+      const t0 = performance.now();
+      const result = await h.releaser.onTerminate();
+      const latency = performance.now() - t0;
+      assert.deepEqual(result.released, ['Lease/op-lease']);
+      const kube = await admin();
+      const released = await kube.getLease(ns.name, 'op-lease');
+      assert.equal(released.spec?.holderIdentity ?? '', '');
+      assert.equal(released.spec?.leaseDurationSeconds, 1);
+      assert.equal(released.spec?.leaseTransitions, 2, 'transitions kept');
+      assert.ok(Date.now() - Date.parse(released.spec?.renewTime as string) < 10_000, 'renewTime is now');
+      const untouched = async (l: Lease) => (await kube.getLease(ns.name, l.metadata?.name as string)).metadata?.resourceVersion;
+      assert.equal(await untouched(nodeLease), nodeLease.metadata?.resourceVersion, 'node-hostname identity untouched');
+      assert.equal(await untouched(otherLease), otherLease.metadata?.resourceVersion, 'op-01 is not op-0');
+      note(`R1 Lease: onTerminate ${latency.toFixed(1)} ms`);
+    });
+  });
+
+  describe('R2 holder terminal', () => {
+    it('releases locks of holders Failed (Evicted, Terminated, DeadlineExceeded, ProviderFailed) and Succeeded with every container terminated', async () => {
+      const ns = await namespace('lh-r2');
+      const standby = await createPod(ns.name, 'op-standby', node);
+      const cases = [
+        { pod: 'h-evicted', phase: 'Failed', reason: 'Evicted' },
+        { pod: 'h-terminated', phase: 'Failed', reason: 'Terminated' },
+        { pod: 'h-deadline', phase: 'Failed', reason: 'DeadlineExceeded' },
+        { pod: 'h-provider', phase: 'Failed', reason: 'ProviderFailed' },
+        { pod: 'h-succeeded', phase: 'Succeeded', reason: undefined },
+      ];
+      for (const c of cases) {
+        const holder = await createPod(ns.name, c.pod, node);
+        await setPodStatus(ns.name, c.pod, 'Running', undefined, { setup: 'terminated', leaderhook: 'running', manager: 'running' });
+        await createLock(ns.name, `${c.pod}-lock`, { name: c.pod, uid: holder.metadata?.uid as string });
+      }
+      const h = await hook(ns, standby);
+      await h.releaser.ready;
+      for (const c of cases) {
+        const t0 = performance.now();
+        await setPodStatus(ns.name, c.pod, c.phase, c.reason);
+        await waitFor(`lock of ${c.pod} released`, () => configMapGone(ns.name, `${c.pod}-lock`));
+        note(`R2 ${c.phase}${c.reason ? `/${c.reason}` : ''}: status written -> lock gone ${(performance.now() - t0).toFixed(0)} ms`);
+      }
+      const released = logsWith(h.logs, (l) => l.rule === 'R2' && /^released lock/.test(l.msg));
+      assert.equal(released.length, cases.length);
+      await waitFor('LeaderLockReleased events on the holders', async () => (await events(ns.name, 'LeaderLockReleased')).length >= cases.length);
+    });
+
+    it('does not release while a container is still running, whatever the phase', async () => {
+      const ns = await namespace('lh-r2-no');
+      const standby = await createPod(ns.name, 'op-standby', node);
+      const cases: { pod: string; phase: string; reason: string | undefined; live: Record<string, 'running'> }[] = [
+        { pod: 'h-manager', phase: 'Failed', reason: 'Evicted', live: { manager: 'running' as const } },
+        { pod: 'h-sidecar', phase: 'Succeeded', reason: undefined, live: { leaderhook: 'running' as const } },
+        { pod: 'h-deadline', phase: 'Failed', reason: 'DeadlineExceeded', live: { manager: 'running' as const } },
+      ];
+      for (const c of cases) {
+        const holder = await createPod(ns.name, c.pod, node);
+        await createLock(ns.name, `${c.pod}-lock`, { name: c.pod, uid: holder.metadata?.uid as string });
+      }
+      const h = await hook(ns, standby);
+      await h.releaser.ready;
+      for (const c of cases) await setPodStatus(ns.name, c.pod, c.phase, c.reason, c.live);
+      await sleep(2_000);
+      for (const c of cases) assert.equal(await configMapGone(ns.name, `${c.pod}-lock`), false, `${c.pod} kept`);
+      // The watch is live: once the kubelet would report everything terminated, the lock goes.
+      await setPodStatus(ns.name, 'h-manager', 'Failed', 'Evicted');
+      await waitFor('lock released once all containers terminated', () => configMapGone(ns.name, 'h-manager-lock'));
+    });
+
+    it('a lock re-created by someone else between decision and delete is not deleted (preconditions)', async () => {
+      const ns = await namespace('lh-pre');
+      const standby = await createPod(ns.name, 'op-standby', node);
+      const holder = await createPod(ns.name, 'h-old', node);
+      const successor = await createPod(ns.name, 'h-new', node);
+      await createLock(ns.name, 'op-lock', { name: 'h-old', uid: holder.metadata?.uid as string });
+      let recreatedUid: string | undefined;
+      const h = await hook(ns, standby, {}, (client) => ({
+        ...client,
+        async deleteConfigMap(nsName, name, preconditions, opts) {
+          if (name === 'op-lock' && !recreatedUid) {
+            // Between the hook's decision and its delete, another pod takes the lock.
+            const kube = await admin();
+            await kube.request({ method: 'DELETE', path: `/api/v1/namespaces/${nsName}/configmaps/${name}` });
+            const cm = await createLock(nsName, name, { name: 'h-new', uid: successor.metadata?.uid as string });
+            recreatedUid = cm.metadata?.uid;
+          }
+          return client.deleteConfigMap(nsName, name, preconditions, opts);
+        },
+      }));
+      await h.releaser.ready;
+      await setPodStatus(ns.name, 'h-old', 'Failed', 'Evicted');
+      await waitFor('hook saw the lock move', async () => logsWith(h.logs, (l) => /already deleted or changed/.test(l.msg)).length > 0);
+      const kube = await admin();
+      const now = await kube.getConfigMap(ns.name, 'op-lock');
+      assert.ok(recreatedUid);
+      assert.equal(now.metadata?.uid, recreatedUid, 'the new lock survives');
+      assert.equal(now.metadata?.ownerReferences?.[0]?.name, 'h-new');
+    });
+  });
+
+  describe('R3 holder gone and R0 stale own name', () => {
+    it('releases the lock of a holder that no longer exists', async () => {
+      const ns = await namespace('lh-r3');
+      const standby = await createPod(ns.name, 'op-standby', node);
+      const holder = await createPod(ns.name, 'h-gone', node);
+      await createLock(ns.name, 'op-lock', { name: 'h-gone', uid: holder.metadata?.uid as string });
+      const h = await hook(ns, standby);
+      await h.releaser.ready;
+      const t0 = performance.now();
+      await deletePod(ns.name, 'h-gone', 0);
+      await waitFor('lock released', () => configMapGone(ns.name, 'op-lock'));
+      const decided = await waitFor('R3 decision logged', async () => logsWith(h.logs, (l) => l.rule === 'R3' && l.lock === 'ConfigMap/op-lock')[0]);
+      // The garbage collector frees the same lock at about the same time; the hook's delete then finds it gone.
+      note(
+        `R3 holder gone: force delete -> lock gone ${(performance.now() - t0).toFixed(0)} ms (${/^released/.test(decided.msg) ? 'hook deleted it' : 'GC was first'})`,
+      );
+    });
+
+    it('releases the lock of a holder replaced by a new pod of the same name', async () => {
+      const ns = await namespace('lh-r3-repl');
+      const standby = await createPod(ns.name, 'op-standby', node);
+      const old = await createPod(ns.name, 'op-1', node);
+      await createLock(ns.name, 'op-lock', { name: 'op-1', uid: old.metadata?.uid as string });
+      const h = await hook(ns, standby);
+      await h.releaser.ready;
+      await deletePod(ns.name, 'op-1', 0);
+      const replacement = await createPod(ns.name, 'op-1', node);
+      assert.notEqual(replacement.metadata?.uid, old.metadata?.uid);
+      await waitFor('lock released', () => configMapGone(ns.name, 'op-lock'));
+      const decided = await waitFor('R3 decision logged', async () => logsWith(h.logs, (l) => l.rule === 'R3' && l.lock === 'ConfigMap/op-lock')[0]);
+      note(`R3 holder replaced: ${decided.msg}`);
+    });
+
+    it('R0: at start, releases a stale lock owned by this pod name with another UID', async () => {
+      const ns = await namespace('lh-r0');
+      const previous = await createPod(ns.name, 'op-0', node);
+      await createLock(ns.name, 'op-lock', { name: 'op-0', uid: previous.metadata?.uid as string });
+      await deletePod(ns.name, 'op-0', 0);
+      const current = await createPod(ns.name, 'op-0', node);
+      const t0 = performance.now();
+      const h = await hook(ns, current);
+      await h.releaser.ready;
+      await waitFor('stale lock released', () => configMapGone(ns.name, 'op-lock'));
+      const decided = await waitFor('R0 decision logged or lock already gone at start', async () => {
+        const r0 = logsWith(h.logs, (l) => l.rule === 'R0')[0];
+        if (r0) return r0.msg;
+        const ready = logsWith(h.logs, (l) => /^ready/.test(l.msg))[0];
+        return ready && (ready.otherLocks as string[]).length === 0 ? 'GC had already deleted it before the hook listed' : undefined;
+      });
+      note(`R0 stale own name: hook start -> lock gone ${(performance.now() - t0).toFixed(0)} ms (${decided})`);
+    });
+  });
+
+  describe('the waiting side', () => {
+    it('a standby reports a running and a crash-looping holder; a pod holding its own lock does not', async () => {
+      const ns = await namespace('lh-wait');
+      const standby = await createPod(ns.name, 'op-standby', node);
+      const holder = await createPod(ns.name, 'op-leader', node);
+      await setPodStatus(ns.name, 'op-leader', 'Running', undefined, { setup: 'terminated', leaderhook: 'running', manager: 'running' });
+      await createLock(ns.name, 'op-lock', { name: 'op-leader', uid: holder.metadata?.uid as string });
+      const other = await createPod(ns.name, 'other-leader', node);
+      await createLock(ns.name, 'other-lock', { name: 'other-leader', uid: other.metadata?.uid as string });
+      const h = await hook(ns, standby, { waitReportIntervalSeconds: 1 });
+      const leaderHook = await hook(ns, holder, { waitReportIntervalSeconds: 1 });
+      await Promise.all([h.releaser.ready, leaderHook.releaser.ready]);
+      const held = await waitFor(
+        'LeaderLockHeld on the standby',
+        async () => (await events(ns.name, 'LeaderLockHeld')).find((e) => e.involvedObject.name === 'op-standby'),
+        10_000,
+      );
+      assert.match(held.message ?? '', /op-leader/);
+      assert.match(held.message ?? '', /delete that pod/);
+      assert.equal(held.type, 'Normal');
+      const line = logsWith(h.logs, (l) => l.holder === 'op-leader' && l.holderState === 'running')[0];
+      assert.ok(line, 'log line names the holder and its state');
+      assert.equal(typeof line.waitedSeconds, 'number');
+      await setPodStatus(ns.name, 'op-leader', 'Running', undefined, { setup: 'terminated', leaderhook: 'running', manager: 'waiting' });
+      const looping = await waitFor(
+        'crash-loop reported',
+        async () => (await events(ns.name, 'LeaderLockHeld')).find((e) => /crash-looping/.test(e.message ?? '')),
+        10_000,
+      );
+      assert.equal(looping.type, 'Warning');
+      assert.equal(await configMapGone(ns.name, 'op-lock'), false, 'a crash-looping holder keeps its lock');
+      const fromLeader = (await events(ns.name, 'LeaderLockHeld')).filter((e) => e.involvedObject.name === 'op-leader');
+      assert.deepEqual(fromLeader, [], 'the leader, holding its own lock, reports no wait');
+      const aboutOther = (await events(ns.name, 'LeaderLockHeld')).filter((e) => /other-lock/.test(e.message ?? ''));
+      assert.deepEqual(aboutOther, [], 'a lock of another workload is not reported as waited for');
+    });
+  });
+
+  describe('permissions', () => {
+    it('reports missing permissions at start and keeps running with what it has', async () => {
+      const ns = await namespace('lh-perm', [
+        { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] },
+        { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
+      ]);
+      const pod = await createPod(ns.name, 'op-0', node);
+      await createLock(ns.name, 'op-lock', { name: 'op-0', uid: pod.metadata?.uid as string });
+      const h = await hook(ns, pod);
+      await h.releaser.ready;
+      const warn = logsWith(h.logs, (l) => /^missing permissions/.test(l.msg))[0];
+      assert.ok(warn, 'missing permissions logged');
+      for (const m of ['configmaps delete', 'leases get', 'leases update', 'pods watch', 'events create']) {
+        assert.ok((warn.missing as string[]).includes(m), `reports ${m}`);
+      }
+      await deletePod(ns.name, 'op-0', 30);
+      const result = await h.releaser.onTerminate();
+      assert.equal(result.decision.release, true);
+      assert.equal(result.released.length, 0);
+      assert.match(result.failed.join('\n'), /ConfigMap\/op-lock: .*403/);
+      assert.equal(await configMapGone(ns.name, 'op-lock'), false);
+    });
+  });
+
+  describe('R2 driven by the real kubelet', () => {
+    it('releases the lock of a pod the kubelet fails for activeDeadlineSeconds', async (t) => {
+      const kube = await admin();
+      const realNode = process.env.NODE_NAME ?? 'leaderhook-node';
+      const ready = await kube
+        .request<{ status?: { conditions?: { type: string; status: string }[] } }>({ method: 'GET', path: `/api/v1/nodes/${realNode}` })
+        .then((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+        .catch(() => false);
+      if (!ready) {
+        t.skip(`node ${realNode} is not Ready`);
+        return;
+      }
+      const ns = await namespace('lh-r2-kubelet');
+      const standby = await createPod(ns.name, 'op-standby', node);
+      const holder = await createPod(ns.name, 'h-deadline', realNode, {
+        spec: {
+          activeDeadlineSeconds: 4,
+          terminationGracePeriodSeconds: 2,
+          initContainers: [],
+          containers: [{ name: 'manager', image: pauseImage, imagePullPolicy: 'Never' }],
+        },
+      });
+      await createLock(ns.name, 'op-lock', { name: 'h-deadline', uid: holder.metadata?.uid as string });
+      const h = await hook(ns, standby);
+      await h.releaser.ready;
+      await waitFor('holder running', async () => (await kube.getPod(ns.name, 'h-deadline')).status?.phase === 'Running', 60_000, 250);
+      await waitFor('lock released after the deadline', () => configMapGone(ns.name, 'op-lock'), 90_000, 100);
+      const failed = await kube.getPod(ns.name, 'h-deadline');
+      assert.equal(failed.status?.phase, 'Failed');
+      assert.equal(failed.status?.reason, 'DeadlineExceeded');
+      const line = logsWith(h.logs, (l) => l.rule === 'R2' && /^released lock op-lock/.test(l.msg))[0];
+      assert.ok(line, 'released by R2');
+      const finished = failed.status?.containerStatuses?.[0]?.state?.terminated?.finishedAt;
+      note(`R2 real kubelet (DeadlineExceeded): container finished ${finished}, lock released at ${line.time ?? '(see log)'}`);
+    });
+  });
+});
