@@ -1,0 +1,242 @@
+/**
+ * The API client and the watch loop against a scripted local HTTP server:
+ * the failure paths a real cluster produces only by chance (410 Gone inside a
+ * watch stream, a connection cut mid-stream, a rotated token, a silent peer).
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { pino } from 'pino';
+import { createKubeClient, type KubeClient } from '../../../src/kube/client.ts';
+import { kubeconfigConfig } from '../../../src/kube/config.ts';
+import { KubeApiError } from '../../../src/kube/errors.ts';
+import { fileToken } from '../../../src/kube/token.ts';
+import type { ConfigMap } from '../../../src/kube/types.ts';
+import { startWatch } from '../../../src/kube/watch.ts';
+
+type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
+
+const silent = pino({ level: 'silent' });
+
+async function serve(handler: Handler): Promise<{ server: Server; url: string }> {
+  const server = createServer((req, res) => handler(req, res, new URL(req.url ?? '/', 'http://x')));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+const cm = (name: string, rv: string): ConfigMap => ({ metadata: { name, resourceVersion: rv } });
+const line = (type: string, object: unknown) => `${JSON.stringify({ type, object })}\n`;
+const waitUntil = async (what: string, check: () => boolean, ms = 5_000) => {
+  const start = Date.now();
+  while (!check()) {
+    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
+
+describe('kube client', () => {
+  let server: Server;
+  let client: KubeClient;
+  const seen: { auth?: string; body?: string }[] = [];
+  let token = 'old';
+
+  before(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leaderhook-token-'));
+    const tokenPath = join(dir, 'token');
+    writeFileSync(tokenPath, 'old\n');
+    const s = await serve((req, res, url) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        seen.push({ auth: req.headers.authorization, body });
+        if (req.headers.authorization !== `Bearer ${token}`) {
+          res.writeHead(401, { 'Content-Type': 'application/json' });
+          res.end(JSON.stringify({ kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }));
+          return;
+        }
+        if (url.pathname.endsWith('/pods/missing')) {
+          res.writeHead(404, { 'Content-Type': 'application/json' });
+          res.end(JSON.stringify({ kind: 'Status', code: 404, reason: 'NotFound', message: 'pods "missing" not found' }));
+          return;
+        }
+        if (url.pathname.endsWith('/pods/html')) {
+          res.writeHead(502, { 'Content-Type': 'text/html' });
+          res.end('<html>bad gateway</html>');
+          return;
+        }
+        if (url.pathname.endsWith('/pods/slow')) return; // never answers
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ metadata: { name: url.pathname.split('/').pop() } }));
+      });
+    });
+    server = s.server;
+    client = createKubeClient({ server: new URL(s.url), token: fileToken(tokenPath), source: 'test' });
+    // the kubelet rotates the token in place
+    writeFileSync(tokenPath, 'new\n');
+    token = 'new';
+  });
+  after(() => {
+    client.close();
+    server.closeAllConnections();
+    server.close();
+  });
+
+  it('re-reads a rotated token after a 401 and retries once', async () => {
+    const pod = await client.getPod('ns', 'op-0');
+    assert.equal(pod.metadata?.name, 'op-0');
+    assert.deepEqual(
+      seen.slice(-2).map((s) => s.auth),
+      ['Bearer old', 'Bearer new'],
+    );
+  });
+
+  it('maps a Status to an error that names the call', async () => {
+    await assert.rejects(client.getPod('ns', 'missing'), (err: unknown) => {
+      assert.ok(err instanceof KubeApiError);
+      assert.equal(err.status, 404);
+      assert.equal(err.reason, 'NotFound');
+      assert.equal(err.message, 'GET /api/v1/namespaces/ns/pods/missing: 404 NotFound: pods "missing" not found');
+      return true;
+    });
+  });
+
+  it('keeps a non-JSON error body readable', async () => {
+    await assert.rejects(client.getPod('ns', 'html'), /GET \/api\/v1\/namespaces\/ns\/pods\/html: 502 Unknown: <html>bad gateway<\/html>/);
+  });
+
+  it('times out a request that gets no answer', async () => {
+    const start = Date.now();
+    await assert.rejects(client.getPod('ns', 'slow', { timeoutMs: 200 }), (err: unknown) => {
+      assert.ok(err instanceof KubeApiError);
+      assert.equal(err.reason, 'Timeout');
+      assert.match(err.message, /^GET \/api\/v1\/namespaces\/ns\/pods\/slow: Timeout/);
+      return true;
+    });
+    assert.ok(Date.now() - start < 2_000);
+  });
+
+  it('sends delete preconditions in DeleteOptions', async () => {
+    await client.deleteConfigMap('ns', 'lock', { uid: 'u1', resourceVersion: '9' });
+    assert.deepEqual(JSON.parse(seen.at(-1)?.body ?? '{}'), { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: 'u1', resourceVersion: '9' } });
+  });
+});
+
+describe('kubeconfig', () => {
+  it('reads server, CA data and token; names what is missing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leaderhook-kubeconfig-'));
+    const path = join(dir, 'config');
+    writeFileSync(
+      path,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'current-context: a',
+        'clusters:',
+        '- name: c',
+        '  cluster:',
+        '    server: https://10.0.0.1:6443',
+        `    certificate-authority-data: ${Buffer.from('CA').toString('base64')}`,
+        'users:',
+        '- name: u',
+        '  user:',
+        '    token: abc',
+        'contexts:',
+        '- name: a',
+        '  context: {cluster: c, user: u, namespace: ops}',
+        '- name: broken',
+        '  context: {cluster: nope, user: u}',
+      ].join('\n'),
+    );
+    const config = await kubeconfigConfig(path);
+    assert.equal(config.server.href, 'https://10.0.0.1:6443/');
+    assert.equal(config.ca?.toString(), 'CA');
+    assert.equal(config.token?.get(), 'abc');
+    assert.equal(config.namespace, 'ops');
+    await assert.rejects(kubeconfigConfig(path, 'missing'), /kubeconfig .*: context "missing" not found/);
+    await assert.rejects(kubeconfigConfig(path, 'broken'), /cluster "nope" not found/);
+    await assert.rejects(kubeconfigConfig(join(dir, 'none')), /reading kubeconfig .*none: ENOENT/);
+  });
+});
+
+describe('watch', () => {
+  it('follows bookmarks, relists on 410 Gone, resumes after a cut connection', async () => {
+    const requests: string[] = [];
+    let lists = 0;
+    let watches = 0;
+    const { server, url } = await serve((req, res, u) => {
+      const watch = u.searchParams.get('watch') === 'true';
+      requests.push(`${watch ? 'watch' : 'list'} rv=${u.searchParams.get('resourceVersion') ?? ''}`);
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      if (!watch) {
+        lists++;
+        res.end(JSON.stringify({ metadata: { resourceVersion: lists === 1 ? '10' : '30' }, items: [cm(`list${lists}`, '1')] }));
+        return;
+      }
+      watches++;
+      if (watches === 1) {
+        res.write(line('ADDED', cm('a', '11')));
+        res.write(line('BOOKMARK', { metadata: { resourceVersion: '20' } }));
+        res.end(line('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' }));
+      } else if (watches === 2) {
+        res.write(line('MODIFIED', cm('a', '31')));
+        setTimeout(() => res.socket?.destroy(), 20);
+      } else {
+        res.write(line('DELETED', cm('a', '32')));
+        // stays open until the watch stops
+      }
+    });
+    const client = createKubeClient({ server: new URL(url), source: 'test' });
+    const events: string[] = [];
+    const listed: string[][] = [];
+    const w = startWatch<ConfigMap>(
+      { client, path: '/api/v1/namespaces/ns/configmaps', mode: 'list-watch', what: 'test', logger: silent, initialBackoffMs: 10, maxBackoffMs: 50 },
+      {
+        onList: (items) => listed.push(items.map((i) => i.metadata?.name as string)),
+        onEvent: (type, o) => events.push(`${type} ${o.metadata?.name} ${o.metadata?.resourceVersion}`),
+      },
+    );
+    await waitUntil('third watch', () => watches >= 3 && events.length >= 3);
+    w.stop();
+    await w.done;
+    client.close();
+    server.closeAllConnections();
+    server.close();
+    assert.deepEqual(listed, [['list1'], ['list2']]);
+    assert.deepEqual(events, ['ADDED a 11', 'MODIFIED a 31', 'DELETED a 32']);
+    assert.deepEqual(requests, ['list rv=', 'watch rv=10', 'list rv=', 'watch rv=30', 'watch rv=31']);
+    assert.equal(w.synced, true);
+  });
+
+  it('backs off and keeps trying while the API server is down, then recovers', async () => {
+    let calls = 0;
+    const { server, url } = await serve((_req, res, u) => {
+      calls++;
+      if (calls <= 3) {
+        res.writeHead(503, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ kind: 'Status', code: 503, reason: 'ServiceUnavailable', message: 'etcd down' }));
+        return;
+      }
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      if (u.searchParams.get('watch') !== 'true') res.end(JSON.stringify({ metadata: { resourceVersion: '5' }, items: [cm('x', '5')] }));
+    });
+    const client = createKubeClient({ server: new URL(url), source: 'test' });
+    let listedAt = 0;
+    const start = Date.now();
+    const w = startWatch<ConfigMap>(
+      { client, path: '/api/v1/namespaces/ns/configmaps', mode: 'list-watch', what: 'test', logger: silent, initialBackoffMs: 40, maxBackoffMs: 200 },
+      { onList: () => (listedAt = Date.now()), onEvent: () => {} },
+    );
+    await waitUntil('list after outage', () => listedAt > 0);
+    w.stop();
+    await w.done;
+    client.close();
+    server.closeAllConnections();
+    server.close();
+    // three failures: at least 20 + 40 + 80 ms of backoff (half of each ceiling)
+    assert.ok(listedAt - start >= 140, `backed off (${listedAt - start} ms)`);
+  });
+});
