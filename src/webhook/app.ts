@@ -12,7 +12,7 @@ import express, { type ErrorRequestHandler, type Request, type RequestHandler, t
 import type { InjectionResult, InjectionSettings } from '../injector/types.ts';
 import type { Logger } from '../log.ts';
 import { AdmissionDecodeError, type AdmissionRequest, allowed, decodeAdmissionReview, patched } from './admission.ts';
-import { type AdmissionOutcome, INJECTOR_ERROR_REASON, outcomeOf, type WebhookMetrics } from './metrics.ts';
+import { type AdmissionOutcome, INJECTOR_ERROR_REASON, NOT_CREATE_REASON, outcomeOf, type WebhookMetrics } from './metrics.ts';
 
 /** The injector's contract (src/injector): pure, throws only on a bug. */
 export type Injector = (pod: unknown, settings: InjectionSettings) => InjectionResult;
@@ -120,21 +120,30 @@ export function createWebhookApp(options: WebhookAppOptions): express.Express {
     let outcome: AdmissionOutcome;
     let reason: string;
     let answer: ReturnType<typeof allowed>;
-    try {
-      // dryRun changes nothing here: the injector has no side effects to skip.
-      const result = inject(request.object, injection);
-      outcome = outcomeOf(result.reason);
-      reason = result.reason;
-      answer = patched(request.uid, result.patch, result.warnings);
-      logger.info(
-        { ...fields, outcome, reason, detail: result.message, patchOperations: result.patch.length, warnings: result.warnings },
-        'admission answered',
-      );
-    } catch (error) {
-      outcome = 'error';
-      reason = INJECTOR_ERROR_REASON;
-      answer = allowed(request.uid, [INJECTOR_ERROR_WARNING]);
-      logger.error({ ...fields, outcome, reason, err: error }, 'injector failed, pod admitted unchanged');
+    if (request.operation !== undefined && request.operation !== 'CREATE') {
+      // A running pod's spec is immutable: a patch here would make the API
+      // server refuse the whole update. Only a misregistered webhook gets these.
+      outcome = 'skipped';
+      reason = NOT_CREATE_REASON;
+      answer = allowed(request.uid);
+      logger.warn({ ...fields, outcome, reason }, 'admission answered without a patch: only CREATE is injected');
+    } else {
+      try {
+        // dryRun changes nothing here: the injector has no side effects to skip.
+        const result = inject(request.object, injection);
+        outcome = outcomeOf(result.reason);
+        reason = result.reason;
+        answer = patched(request.uid, result.patch, result.warnings);
+        logger.info(
+          { ...fields, outcome, reason, detail: result.message, patchOperations: result.patch.length, warnings: result.warnings },
+          'admission answered',
+        );
+      } catch (error) {
+        outcome = 'error';
+        reason = INJECTOR_ERROR_REASON;
+        answer = allowed(request.uid, [INJECTOR_ERROR_WARNING]);
+        logger.error({ ...fields, outcome, reason, err: error }, 'injector failed, pod admitted unchanged');
+      }
     }
     metrics.admissions.inc({ outcome, reason });
     const started = res.locals.started as bigint | undefined;

@@ -11,6 +11,8 @@ export type AdmissionOutcome = 'injected' | 'updated' | 'skipped' | 'error';
 
 /** The `reason` label of an admission whose injector threw. */
 export const INJECTOR_ERROR_REASON = 'injectorError';
+/** The `reason` label of an admission for another operation than CREATE, answered without a patch. */
+export const NOT_CREATE_REASON = 'notCreate';
 
 const REASON_OUTCOMES: Record<InjectionReason, AdmissionOutcome> = {
   injected: 'injected',

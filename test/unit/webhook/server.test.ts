@@ -88,6 +88,18 @@ describe('webhook server', () => {
     assert.equal(server.lines.find((l) => l.uid === 'dry-run-uid')?.dryRun, true);
   });
 
+  it('answers an UPDATE without a patch: a running pod cannot take one', async () => {
+    const review = JSON.parse(await readTestdata('minimal-pod.review.json'));
+    review.request.operation = 'UPDATE';
+    review.request.uid = 'update-uid';
+    review.request.oldObject = review.request.object;
+    const answer = answerOf(await postJson(server, JSON.stringify(review)));
+    assert.deepEqual(answer.response, { uid: 'update-uid', allowed: true });
+    const line = server.lines.find((l) => l.uid === 'update-uid');
+    assert.equal(line?.reason, 'notCreate');
+    assert.equal(line?.outcome, 'skipped');
+  });
+
   it('accepts a charset parameter and a gzip body', async () => {
     const body = await readTestdata('minimal-pod.review.json');
     const withCharset = await postJson(server, body, { 'content-type': 'application/json; charset=utf-8' });
@@ -182,6 +194,7 @@ describe('webhook server', () => {
     assert.ok(injected && Number(injected[1]) >= 3, `injected admissions counted:\n${text.slice(0, 2000)}`);
     assert.match(text, /leaderhook_admissions_total\{outcome="skipped",reason="alreadyInjected"\} [1-9]/);
     assert.match(text, /leaderhook_admissions_total\{outcome="error",reason="injectorError"\} 0/);
+    assert.match(text, /leaderhook_admissions_total\{outcome="skipped",reason="notCreate"\} 1/);
     assert.match(text, /leaderhook_admission_duration_seconds_count\{outcome="injected"\} [1-9]/);
     assert.match(text, /leaderhook_admission_rejected_requests_total\{status="400"\} [1-9]/);
     assert.match(text, /leaderhook_admission_rejected_requests_total\{status="413"\} 1/);
