@@ -88,6 +88,17 @@ describe('webhook server', () => {
     assert.equal(server.lines.find((l) => l.uid === 'dry-run-uid')?.dryRun, true);
   });
 
+  it('takes the timeout query the API server appends', async () => {
+    const body = await readTestdata('minimal-pod.review.json');
+    const result = await server.request('/mutate?timeout=5s', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), accept: 'application/json, */*' },
+      body,
+    });
+    assert.equal(answerOf(result).response.allowed, true);
+    assert.ok(patchOf(answerOf(result)).length > 0);
+  });
+
   it('answers an UPDATE without a patch: a running pod cannot take one', async () => {
     const review = JSON.parse(await readTestdata('minimal-pod.review.json'));
     review.request.operation = 'UPDATE';
