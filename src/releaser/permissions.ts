@@ -50,11 +50,11 @@ export async function checkPermissions(client: KubeClient, namespace: string, lo
   }
   if (missing.length > 0) {
     logger.warn(
-      { namespace, missing, effects: permissionEffects(perms) },
+      { missing, effects: permissionEffects(perms) },
       `missing permissions in namespace ${namespace}: ${missing.join(', ')}; running with what is allowed (see deploy/operator-rbac)`,
     );
   } else if (failures.length === 0) {
-    logger.info({ namespace }, 'all permissions present');
+    logger.info('all permissions present');
   }
   return perms;
 }

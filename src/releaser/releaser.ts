@@ -608,22 +608,21 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     terminating = (async () => {
       shutdownBackground();
       const budget = new AbortController();
-      const timer = setTimeout(() => budget.abort(), releaseTimeoutMs);
       let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        budget.abort();
+      }, releaseTimeoutMs);
       try {
         await Promise.race([
           releaseOwn(t, budget.signal, result),
-          new Promise<void>((resolve) =>
-            budget.signal.addEventListener('abort', () => {
-              timedOut = true;
-              resolve();
-            }),
-          ),
+          new Promise<void>((resolve) => budget.signal.addEventListener('abort', () => resolve(), { once: true })),
         ]);
       } catch (err) {
         result.failed.push((err as Error).message);
       } finally {
         clearTimeout(timer);
+        // cancels whatever is still in flight once the budget is spent
         budget.abort();
       }
       result.durationMs = Math.round((performance.now() - started) * 10) / 10;

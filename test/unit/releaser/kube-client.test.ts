@@ -167,7 +167,7 @@ describe('watch', () => {
     const requests: string[] = [];
     let lists = 0;
     let watches = 0;
-    const { server, url } = await serve((req, res, u) => {
+    const { server, url } = await serve((_req, res, u) => {
       const watch = u.searchParams.get('watch') === 'true';
       requests.push(`${watch ? 'watch' : 'list'} rv=${u.searchParams.get('resourceVersion') ?? ''}`);
       res.writeHead(200, { 'Content-Type': 'application/json' });
