@@ -72,10 +72,8 @@ export function injectPod(submitted: unknown, settings: InjectionSettings): Inje
   addReleaseHook(pod, settings, warnings);
   adjustGracePeriod(pod, settings, warnings);
   if (pod.spec.hostNetwork) {
-    warnings.push(
-      "leaderhook: hostNetwork pod: its hostname is the node's, so a Lease identity (hostname_uuid) cannot name this pod; " +
-        "the release hook frees this pod's ConfigMap locks but never its Leases, which expire after their lease duration",
-    );
+    // A Lease identity is hostname_uuid, and this pod's hostname is the node's.
+    warnings.push('leaderhook: hostNetwork pod: its Leases cannot name it, so only its ConfigMap locks are released early');
   }
   const wasInjected = original.metadata?.annotations?.[annotations.injected] !== undefined;
   pod.metadata = { ...pod.metadata, annotations: { ...pod.metadata?.annotations, [annotations.injected]: settings.version } };
@@ -120,19 +118,13 @@ function addDownwardEnv(container: V1Container, warnings: string[]): void {
       env.push(entry);
       added.push(entry.name);
     } else if (existing.valueFrom?.fieldRef?.fieldPath !== entry.valueFrom?.fieldRef?.fieldPath) {
-      warnings.push(
-        `leaderhook: container "${container.name}" sets ${entry.name} to something other than ${entry.valueFrom?.fieldRef?.fieldPath}; ` +
-          'kept as is, but leader-for-life locks are owned by the pod named in POD_NAME',
-      );
+      warnings.push(`leaderhook: container "${container.name}": ${entry.name} is not ${entry.valueFrom?.fieldRef?.fieldPath}; kept as set`);
     }
   }
   if (added.length > 0) {
     container.env = env;
     if (container.envFrom?.length) {
-      warnings.push(
-        `leaderhook: container "${container.name}" uses envFrom; if a source defines ${added.join(' or ')}, ` +
-          'the injected downward-API value takes precedence',
-      );
+      warnings.push(`leaderhook: container "${container.name}": injected ${added.join(', ')} take precedence over envFrom`);
     }
   }
 }
@@ -213,7 +205,7 @@ function hookResources(pod: Pod, defaults: V1ResourceRequirements, warnings: str
     const value = pod.metadata?.annotations?.[annotation];
     if (value === undefined) continue;
     if (!QUANTITY.test(value)) {
-      warnings.push(`leaderhook: ignoring ${annotation}: "${value}" is not a resource quantity (for example 50m, 64Mi)`);
+      warnings.push(`leaderhook: ignoring ${annotation}: "${value}" is not a quantity (like 50m, 64Mi)`);
       continue;
     }
     resources[kind] = { ...resources[kind], [resource]: value };
@@ -234,27 +226,24 @@ function adjustGracePeriod(pod: Pod, settings: InjectionSettings, warnings: stri
   if (requested !== undefined) {
     if (/^[0-9]{1,9}$/.test(requested)) {
       wanted = Number(requested);
-      why = `as annotation ${annotations.gracePeriod} asks`;
+      why = 'as annotated';
       if (wanted < settings.gracePeriodFloorSeconds) {
-        warnings.push(
-          `leaderhook: terminationGracePeriodSeconds ${wanted}s from ${annotations.gracePeriod} is below the ${settings.gracePeriodFloorSeconds}s floor; ` +
-            'the release hook may not get time to free the lock, and the lock then waits for garbage collection',
-        );
+        warnings.push(`leaderhook: annotated grace period ${wanted}s is below the ${settings.gracePeriodFloorSeconds}s floor; the lock may wait for GC`);
       }
     } else {
-      warnings.push(`leaderhook: ignoring ${annotations.gracePeriod}: "${requested}" is not a whole number of seconds`);
+      warnings.push(`leaderhook: ignoring ${annotations.gracePeriod}: "${requested}" is not whole seconds`);
     }
   }
   if (!why && wanted < settings.gracePeriodFloorSeconds) {
     wanted = settings.gracePeriodFloorSeconds;
-    why = `raised to the ${settings.gracePeriodFloorSeconds}s floor so the release hook can free the lock after the operator stops`;
+    why = 'floor: the release hook needs time after the operator stops';
   }
   if (!why && settings.gracePeriodCapSeconds !== undefined && wanted > settings.gracePeriodCapSeconds) {
     wanted = settings.gracePeriodCapSeconds;
-    why = `capped at ${settings.gracePeriodCapSeconds}s so a stuck operator cannot delay failover`;
+    why = 'cap: a stuck operator must not delay failover';
   }
   if (wanted !== current) {
     pod.spec.terminationGracePeriodSeconds = wanted;
-    warnings.push(`leaderhook: terminationGracePeriodSeconds ${current}s -> ${wanted}s, ${why}`);
+    warnings.push(`leaderhook: terminationGracePeriodSeconds ${current}s -> ${wanted}s (${why})`);
   }
 }

@@ -35,3 +35,15 @@ test('the injector does not modify its input', () => {
   injectPod(pod, goldenSettings);
   assert.deepEqual(pod, copy);
 });
+
+test('warnings stay within the 120 characters the API server advises', async () => {
+  const { readdirSync, readFileSync } = await import('node:fs');
+  const { parse } = await import('yaml');
+  const dir = new URL('../../testdata/inject/', import.meta.url);
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.yaml') && !f.endsWith('.settings.yaml'))) {
+    const settings = { ...goldenSettings, gracePeriodCapSeconds: 60 };
+    for (const warning of injectPod(parse(readFileSync(new URL(file, dir), 'utf8')), settings).warnings) {
+      assert.ok(warning.length <= 120, `${file}: ${warning.length} characters: ${warning}`);
+    }
+  }
+});

@@ -1,0 +1,76 @@
+/**
+ * Every golden case's injected pod must be accepted by a real API server
+ * (server-side dry-run: validation, defaulting and admission, Pod Security
+ * included). Each case that is not privileged by itself is tried in a
+ * namespace enforcing Pod Security "restricted".
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { V1Pod } from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import { apiStatus, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
+
+const dir = path.join(import.meta.dirname, '../testdata/inject');
+/** Cases that need a privileged namespace by design, and why. */
+const privileged: Record<string, string> = { 'host-network': 'hostNetwork is forbidden under baseline and restricted' };
+/** Cases a real API server refuses for reasons of their own, and why. */
+const notCreatable: Record<string, string> = {
+  'mirror-pod': 'only a kubelet creates mirror pods; the API server refuses them from anyone else',
+};
+
+const goldens = readdirSync(dir)
+  .filter((f) => f.endsWith('.yaml.injected'))
+  .map((f) => ({ name: f.slice(0, -'.yaml.injected'.length), pod: (parse(readFileSync(path.join(dir, f), 'utf8')) as { pod: V1Pod }).pod }));
+
+function errorBody(error: unknown): string {
+  const body = (error as { body?: unknown }).body;
+  return typeof body === 'string' ? body : JSON.stringify(body ?? (error as Error).message);
+}
+
+describe('injected golden pods pass server-side dry-run', () => {
+  let restricted: TestNamespace;
+  let privilegedNs: TestNamespace;
+  before(async () => {
+    restricted = await createTestNamespace('golden-restricted', {
+      'pod-security.kubernetes.io/enforce': 'restricted',
+      'pod-security.kubernetes.io/enforce-version': 'latest',
+    });
+    privilegedNs = await createTestNamespace('golden-privileged', { 'pod-security.kubernetes.io/enforce': 'privileged' });
+  });
+  after(async () => {
+    await restricted?.cleanup();
+    await privilegedNs?.cleanup();
+  });
+
+  test('there are golden pods', () => assert.ok(goldens.length >= 15));
+
+  for (const { name, pod } of goldens) {
+    test(name, async (t) => {
+      if (notCreatable[name]) {
+        t.skip(notCreatable[name]);
+        return;
+      }
+      const namespace = privileged[name] ? privilegedNs.name : restricted.name;
+      const body: V1Pod = structuredClone(pod);
+      body.metadata = { ...body.metadata, namespace };
+      try {
+        const created = await core.createNamespacedPod({ namespace, body, dryRun: 'All' });
+        assert.equal(created.metadata?.namespace, namespace);
+        const hook = created.spec?.initContainers?.find((c) => c.name === 'leaderhook-release');
+        if (pod.spec?.initContainers?.some((c) => c.name === 'leaderhook-release')) {
+          assert.equal(hook?.restartPolicy, 'Always', 'the hook is a native sidecar');
+          assert.equal(created.spec?.initContainers?.at(-1)?.name, 'leaderhook-release', 'the hook is the last init container');
+        }
+      } catch (error) {
+        assert.fail(`API server refused ${name} in ${namespace} (status ${apiStatus(error)}): ${errorBody(error)}`);
+      }
+    });
+  }
+
+  test('the restricted namespace does refuse a pod that breaks the profile (the check is live)', async () => {
+    const body: V1Pod = { metadata: { name: 'root' }, spec: { containers: [{ name: 'c', image: 'example.test/x:1' }] } };
+    await assert.rejects(core.createNamespacedPod({ namespace: restricted.name, body, dryRun: 'All' }), (error) => apiStatus(error) === 403);
+  });
+});
