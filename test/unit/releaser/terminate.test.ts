@@ -1,0 +1,219 @@
+/**
+ * The SIGTERM path's guarantees that a healthy cluster cannot show: it ends
+ * within releaseTimeoutMs when the API server stops answering, retries a
+ * conflicting delete once after a re-read, and exits the decision early when
+ * the own pod cannot be read. A scripted HTTP server plays the API server.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, describe, it } from 'node:test';
+import { pino } from 'pino';
+import { createKubeClient } from '../../../src/kube/client.ts';
+import type { ConfigMap, Pod } from '../../../src/kube/types.ts';
+import { runReleaser } from '../../../src/releaser/releaser.ts';
+
+interface Script {
+  pod: () => Pod | undefined;
+  locks: ConfigMap[];
+  /** Return true when the request was answered (or deliberately left hanging). */
+  override?: (req: IncomingMessage, res: ServerResponse, url: URL, body: string) => boolean;
+}
+
+const servers: Server[] = [];
+after(() => {
+  for (const s of servers) {
+    s.closeAllConnections();
+    s.close();
+  }
+});
+
+async function fakeApi(script: Script): Promise<{ url: string; calls: string[] }> {
+  const calls: string[] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      const watch = url.searchParams.get('watch') === 'true';
+      calls.push(`${req.method} ${url.pathname}${watch ? ' (watch)' : ''}`);
+      if (script.override?.(req, res, url, body)) return;
+      const json = (code: number, obj: unknown) => {
+        res.writeHead(code, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify(obj));
+      };
+      if (watch) {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.write('');
+        return;
+      }
+      if (url.pathname.endsWith('/selfsubjectaccessreviews')) return json(201, { status: { allowed: true } });
+      if (url.pathname.endsWith('/events')) return json(201, JSON.parse(body));
+      if (/\/pods\/[^/]+$/.test(url.pathname)) {
+        const pod = script.pod();
+        return pod ? json(200, pod) : json(404, { kind: 'Status', code: 404, reason: 'NotFound', message: 'pod not found' });
+      }
+      if (url.pathname.endsWith('/configmaps')) return json(200, { metadata: { resourceVersion: '100' }, items: script.locks });
+      if (url.pathname.endsWith('/leases')) return json(200, { metadata: { resourceVersion: '100' }, items: [] });
+      if (req.method === 'DELETE' && url.pathname.includes('/configmaps/')) return json(200, { kind: 'Status', status: 'Success' });
+      json(404, { kind: 'Status', code: 404, reason: 'NotFound', message: url.pathname });
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls };
+}
+
+const uid = 'uid-self';
+const deleting = (seconds: number): Pod => ({
+  metadata: { name: 'op-0', namespace: 'ns', uid, deletionTimestamp: new Date(Date.now() + seconds * 1000).toISOString() },
+  spec: { containers: [{ name: 'manager' }] },
+});
+const ownLock = (rv = '7'): ConfigMap => ({
+  metadata: { name: 'op-lock', namespace: 'ns', uid: 'cm-1', resourceVersion: rv, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'op-0', uid }] },
+});
+
+async function start(url: string, releaseTimeoutMs = 1500) {
+  const lines: { msg: string; [k: string]: unknown }[] = [];
+  const logger = pino({ level: 'debug' }, { write: (l: string) => lines.push(JSON.parse(l)) });
+  const client = createKubeClient({ server: new URL(url), source: 'test' });
+  const releaser = await runReleaser({ podName: 'op-0', podNamespace: 'ns', podUid: uid, client, logger, releaseTimeoutMs });
+  return { releaser, lines, client };
+}
+
+describe('onTerminate', () => {
+  it('releases the own lock from the watch cache with its uid and resourceVersion as preconditions', async () => {
+    let deleteBody = '';
+    const api = await fakeApi({
+      pod: () => deleting(30),
+      locks: [ownLock()],
+      override: (req, _res, url, body) => {
+        if (req.method === 'DELETE' && url.pathname.endsWith('/configmaps/op-lock')) deleteBody = body;
+        return false;
+      },
+    });
+    const { releaser, lines, client } = await start(api.url);
+    await releaser.ready;
+    const result = await releaser.onTerminate();
+    await releaser.stop();
+    client.close();
+    assert.deepEqual(result.released, ['ConfigMap/op-lock']);
+    assert.deepEqual(JSON.parse(deleteBody).preconditions, { uid: 'cm-1', resourceVersion: '7' });
+    assert.ok(lines.some((l) => /^SIGTERM: released ConfigMap\/op-lock/.test(l.msg)));
+    assert.ok(api.calls.includes('POST /api/v1/namespaces/ns/events'), 'an Event for the release');
+  });
+
+  it('gives up within releaseTimeoutMs when the API server stops answering, and says so', async () => {
+    let hang = false;
+    const api = await fakeApi({ pod: () => deleting(30), locks: [ownLock()], override: () => hang });
+    const { releaser, lines, client } = await start(api.url, 300);
+    await releaser.ready;
+    hang = true;
+    const t0 = performance.now();
+    const result = await releaser.onTerminate();
+    const elapsed = performance.now() - t0;
+    await releaser.stop();
+    client.close();
+    assert.ok(elapsed < 600, `bounded (${elapsed.toFixed(0)} ms)`);
+    assert.deepEqual(result.released, []);
+    assert.ok(lines.some((l) => /^SIGTERM: release gave up after 300 ms/.test(l.msg)));
+  });
+
+  it('retries a conflicting delete once after re-reading the lock, if it is still its own', async () => {
+    let deletes = 0;
+    const api = await fakeApi({
+      pod: () => deleting(30),
+      locks: [ownLock('7')],
+      override: (req, res, url) => {
+        if (req.method === 'DELETE' && url.pathname.endsWith('/configmaps/op-lock')) {
+          deletes++;
+          if (deletes === 1) {
+            res.writeHead(409, { 'Content-Type': 'application/json' });
+            res.end(JSON.stringify({ kind: 'Status', code: 409, reason: 'Conflict', message: 'precondition failed' }));
+            return true;
+          }
+        }
+        if (req.method === 'GET' && url.pathname.endsWith('/configmaps/op-lock')) {
+          res.writeHead(200, { 'Content-Type': 'application/json' });
+          res.end(JSON.stringify(ownLock('8')));
+          return true;
+        }
+        return false;
+      },
+    });
+    const { releaser, client } = await start(api.url);
+    await releaser.ready;
+    const result = await releaser.onTerminate();
+    await releaser.stop();
+    client.close();
+    assert.equal(deletes, 2);
+    assert.deepEqual(result.released, ['ConfigMap/op-lock']);
+  });
+
+  it('does not delete a lock that changed hands (conflict, then owned by another pod)', async () => {
+    let deletes = 0;
+    const api = await fakeApi({
+      pod: () => deleting(30),
+      locks: [ownLock('7')],
+      override: (req, res, url) => {
+        if (req.method === 'DELETE' && url.pathname.endsWith('/configmaps/op-lock')) {
+          deletes++;
+          res.writeHead(409, { 'Content-Type': 'application/json' });
+          res.end(JSON.stringify({ kind: 'Status', code: 409, reason: 'Conflict', message: 'precondition failed' }));
+          return true;
+        }
+        if (req.method === 'GET' && url.pathname.endsWith('/configmaps/op-lock')) {
+          const other = ownLock('9');
+          other.metadata = { ...other.metadata, uid: 'cm-2', ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'op-1', uid: 'uid-other' }] };
+          res.writeHead(200, { 'Content-Type': 'application/json' });
+          res.end(JSON.stringify(other));
+          return true;
+        }
+        return false;
+      },
+    });
+    const { releaser, client } = await start(api.url);
+    await releaser.ready;
+    const result = await releaser.onTerminate();
+    await releaser.stop();
+    client.close();
+    assert.equal(deletes, 1);
+    assert.deepEqual(result.released, []);
+    assert.deepEqual(result.moved, ['ConfigMap/op-lock']);
+  });
+
+  it('releases nothing when the own pod cannot be read', async () => {
+    let failPod = false;
+    const api = await fakeApi({
+      pod: () => deleting(30),
+      locks: [ownLock()],
+      override: (_req, res, url) => {
+        if (failPod && url.pathname.endsWith('/pods/op-0')) {
+          res.writeHead(503, { 'Content-Type': 'application/json' });
+          res.end(JSON.stringify({ kind: 'Status', code: 503, reason: 'ServiceUnavailable', message: 'down' }));
+          return true;
+        }
+        return false;
+      },
+    });
+    const { releaser, client } = await start(api.url);
+    await releaser.ready;
+    failPod = true;
+    const result = await releaser.onTerminate();
+    await releaser.stop();
+    client.close();
+    assert.equal(!result.decision.release && result.decision.refusal, 'ownPodUnreadable');
+    assert.ok(!api.calls.some((c) => c.startsWith('DELETE')));
+  });
+
+  it('is idempotent: a second SIGTERM returns the same result without a second release', async () => {
+    const api = await fakeApi({ pod: () => deleting(30), locks: [ownLock()] });
+    const { releaser, client } = await start(api.url);
+    await releaser.ready;
+    const [a, b] = await Promise.all([releaser.onTerminate(), releaser.onTerminate()]);
+    await releaser.stop();
+    client.close();
+    assert.equal(a, b);
+    assert.equal(api.calls.filter((c) => c.startsWith('DELETE')).length, 1);
+  });
+});
