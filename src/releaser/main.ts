@@ -82,23 +82,29 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ReleasePro
 }
 
 /**
- * A hook that cannot start (bad settings, no credentials) logs why and idles
- * until SIGTERM instead of exiting: a crash-looping sidecar would only add
- * restarts and noise to the operator's pod, and GC remains the fallback.
+ * Keeps the process alive doing nothing until SIGTERM or SIGINT, then exits
+ * 0. For a hook that cannot start (bad settings, no credentials): a
+ * crash-looping sidecar would only add restarts and noise to the operator's
+ * pod, and the garbage collector remains the fallback.
  */
+export function idleUntilSignal(exit: (code: number) => void = process.exit): void {
+  const idle = setInterval(() => {}, 1 << 30);
+  const quit = () => {
+    clearInterval(idle);
+    exit(0);
+  };
+  process.once('SIGTERM', quit);
+  process.once('SIGINT', quit);
+}
+
+/** `node src/releaser/main.ts`: settings from the environment, as the webhook injects them. */
 export async function mainFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const logger = createLogger('release-hook');
   try {
     await startReleaseProcess({ ...optionsFromEnv(env), logger });
   } catch (err) {
     logger.error({ err: (err as Error).message }, 'release hook cannot start; idling until SIGTERM (garbage collection remains the fallback)');
-    const idle = setInterval(() => {}, 1 << 30);
-    const quit = () => {
-      clearInterval(idle);
-      process.exit(0);
-    };
-    process.once('SIGTERM', quit);
-    process.once('SIGINT', quit);
+    idleUntilSignal();
   }
 }
 
