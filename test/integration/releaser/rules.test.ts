@@ -307,7 +307,7 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
       const holder = await createPod(ns.name, 'op-leader', node);
       await setPodStatus(ns.name, 'op-leader', 'Running', undefined, { setup: 'terminated', leaderhook: 'running', manager: 'running' });
       await createLock(ns.name, 'op-lock', { name: 'op-leader', uid: holder.metadata?.uid as string });
-      const other = await createPod(ns.name, 'other-leader', node);
+      const other = await createPod(ns.name, 'other-leader', node, { labels: { app: 'another-operator' } });
       await createLock(ns.name, 'other-lock', { name: 'other-leader', uid: other.metadata?.uid as string });
       const h = await hook(ns, standby, { waitReportIntervalSeconds: 1 });
       const leaderHook = await hook(ns, holder, { waitReportIntervalSeconds: 1 });
