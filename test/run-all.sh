@@ -59,6 +59,8 @@ if [[ "${LEADERHOOK_SKIP_CLUSTER:-}" != 1 ]]; then
 	if [[ -n "${LEADERHOOK_KUBECONFIG:-}" || $cluster_started == 1 ]]; then
 		step "test images"
 		bash test/images/build-test-images.sh && bash test/operators/build.sh && bash scripts/build-local-image.sh || status=1
+		# Inside the cluster's network namespace nothing can be downloaded.
+		"$node" -e "import('./test/support/cert-manager.ts').then((m) => m.certManagerCrdDir())" || status=1
 		step_done
 		step "integration and end-to-end tests (real cluster)"
 		in_cluster=()

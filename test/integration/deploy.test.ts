@@ -4,30 +4,12 @@
  * cert-manager's own CRDs installed from the cert-manager Go module (pinned).
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { apiStatus, core, createTestNamespace, kubeconfigPath, type TestNamespace, waitFor } from '../support/kube.ts';
-
-const repo = path.join(import.meta.dirname, '../..');
-const CERT_MANAGER_MODULE = 'github.com/cert-manager/cert-manager@v1.19.1';
-
-function kubectl(args: string[], input?: string): string {
-  try {
-    return execFileSync('kubectl', ['--kubeconfig', kubeconfigPath, ...args], { cwd: repo, encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'] });
-  } catch (error) {
-    const e = error as { stderr?: string; message: string };
-    throw new Error(`kubectl ${args.join(' ')}: ${e.stderr || e.message}`);
-  }
-}
-
-/** cert-manager's CRDs as its release ships them: the module's deploy/crds. */
-function certManagerCrdDir(): string {
-  const json = execFileSync('go', ['mod', 'download', '-json', CERT_MANAGER_MODULE], { encoding: 'utf8', cwd: '/' });
-  const dir = (JSON.parse(json) as { Dir: string }).Dir;
-  return path.join(dir, 'deploy/crds');
-}
+import { certManagerCrdDir } from '../support/cert-manager.ts';
+import { apiStatus, core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
+import { kubectl } from '../support/leaderhook.ts';
 
 describe('deploy/ on a real API server', () => {
   before(async () => {

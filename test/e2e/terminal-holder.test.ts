@@ -1,0 +1,111 @@
+/**
+ * The deadlock leaderhook exists for, driven by the real kubelet: a
+ * leader-for-life leader pod ends Failed (activeDeadlineSeconds, reason
+ * DeadlineExceeded) and is never deleted, so the garbage collector never
+ * frees its lock and the standby would wait forever. With leaderhook
+ * installed from deploy/, the standby's hook sees the holder Failed with every
+ * container terminated (R2) and frees the lock: the standby leads while the
+ * old pod object still exists.
+ *
+ * Needs the leaderhook and operator images (scripts/build-local-image.sh,
+ * test/operators/build.sh).
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { CoreV1Event, V1ConfigMap, V1Deployment, V1Pod } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
+import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl } from '../support/leaderhook.ts';
+
+const operators = path.join(import.meta.dirname, '../operators');
+const LOCK = 'lfl-operator-lock';
+const DEADLINE_SECONDS = 25;
+
+/** The lfl-operator pod template of test/operators, as a bare pod, without the POD_NAME the webhook adds. */
+function operatorPod(name: string, activeDeadlineSeconds?: number): V1Pod {
+  const deployment = parseAllDocuments(readFileSync(path.join(operators, 'manifests/lfl-operator.yaml'), 'utf8'))
+    .map((d) => d.toJS() as V1Deployment)
+    .find((o) => o?.kind === 'Deployment')!;
+  const spec = structuredClone(deployment.spec!.template.spec!);
+  for (const c of spec.containers) c.env = (c.env ?? []).filter((e) => e.name !== 'POD_NAME' && e.name !== 'POD_NAMESPACE');
+  if (activeDeadlineSeconds) spec.activeDeadlineSeconds = activeDeadlineSeconds;
+  spec.restartPolicy = 'Never';
+  return { metadata: { name, labels: { 'app.kubernetes.io/name': 'lfl-operator' } }, spec };
+}
+
+async function lockOwner(namespace: string): Promise<string | undefined> {
+  try {
+    const cm: V1ConfigMap = await core.readNamespacedConfigMap({ name: LOCK, namespace });
+    return cm.metadata?.deletionTimestamp ? undefined : cm.metadata?.ownerReferences?.[0]?.name;
+  } catch {
+    return undefined;
+  }
+}
+
+describe('a leader that ends Failed without being deleted (kubelet: activeDeadlineSeconds)', () => {
+  let uninstall: (() => Promise<void>) | undefined;
+  let ns: TestNamespace;
+
+  before(async () => {
+    uninstall = await installLeaderhook();
+    ns = await createTestNamespace('e2e-terminal', INJECTION_LABEL);
+    const rbacYaml = readFileSync(path.join(operators, 'rbac.yaml'), 'utf8');
+    const objects = parseAllDocuments(rbacYaml).map((d) => d.toJS() as { kind: string; subjects?: { namespace?: string }[] });
+    for (const o of objects) for (const s of o.subjects ?? []) s.namespace = ns.name;
+    kubectl(['apply', '-n', ns.name, '-f', '-'], objects.map((o) => JSON.stringify(o)).join('\n'));
+    await grantReleaseHook(ns.name, 'test-operator');
+  });
+  after(async () => {
+    await ns?.cleanup();
+    await uninstall?.();
+  });
+
+  test('the standby leads once the Failed holder is released by R2, while the holder still exists', async (t) => {
+    const t0 = Date.now();
+    const since = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
+
+    await core.createNamespacedPod({ namespace: ns.name, body: operatorPod('leader', DEADLINE_SECONDS) });
+    const leader = await core.readNamespacedPod({ name: 'leader', namespace: ns.name });
+    assert.ok(leader.metadata?.annotations?.['leaderhook.io/injected'], 'the webhook injected the pod');
+    assert.equal(leader.spec?.initContainers?.at(-1)?.name, 'leaderhook-release');
+    await waitFor('pod leader to hold the lock', async () => (await lockOwner(ns.name)) === 'leader', 90_000);
+    t.diagnostic(`${since()} leader holds ${LOCK}`);
+
+    await core.createNamespacedPod({ namespace: ns.name, body: operatorPod('standby') });
+    await waitFor(
+      'the standby to run',
+      async () => (await core.readNamespacedPod({ name: 'standby', namespace: ns.name })).status?.phase === 'Running',
+      90_000,
+    );
+    assert.equal(await lockOwner(ns.name), 'leader', 'one leader at a time');
+    t.diagnostic(`${since()} standby running, waiting`);
+
+    const failed = await waitFor(
+      'the kubelet to fail the leader (DeadlineExceeded)',
+      async () => {
+        const pod = await core.readNamespacedPod({ name: 'leader', namespace: ns.name });
+        return pod.status?.phase === 'Failed' ? pod : undefined;
+      },
+      (DEADLINE_SECONDS + 60) * 1000,
+    );
+    const failedAt = Date.now();
+    t.diagnostic(`${since()} leader ${failed.status?.phase} (${failed.status?.reason})`);
+    assert.equal(failed.status?.reason, 'DeadlineExceeded');
+
+    await waitFor('the standby to hold the lock', async () => (await lockOwner(ns.name)) === 'standby', 60_000);
+    const ledAt = Date.now();
+    t.diagnostic(`${since()} standby holds ${LOCK}, ${((ledAt - failedAt) / 1000).toFixed(1)}s after the leader failed`);
+
+    const old = await core.readNamespacedPod({ name: 'leader', namespace: ns.name });
+    assert.equal(old.metadata?.uid, leader.metadata?.uid, 'the old leader pod still exists: GC did not free the lock');
+    const events = await core.listNamespacedEvent({ namespace: ns.name });
+    const released = events.items.filter((e: CoreV1Event) => e.reason === 'LeaderLockReleased');
+    assert.ok(
+      released.some((e) => /R2/.test(e.message ?? '')),
+      `an R2 LeaderLockReleased Event: ${JSON.stringify(events.items.map((e) => [e.reason, e.message]))}`,
+    );
+    t.diagnostic(`event: ${released.find((e) => /R2/.test(e.message ?? ''))?.message}`);
+  });
+});

@@ -1,0 +1,105 @@
+/**
+ * Installs leaderhook into the test cluster from deploy/, the way a user
+ * would, with two test-only substitutions: the image is the one
+ * scripts/build-local-image.sh imported (never pulled), and the serving
+ * certificate comes from the development CA instead of cert-manager, whose
+ * controllers do not run here. Everything else — Deployment, Service,
+ * PodDisruptionBudget, MutatingWebhookConfiguration — is applied as shipped.
+ */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import type { V1Deployment, V1RoleBinding } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { createCertificateAuthority, issueServingCertificate, WEBHOOK_SERVICE_NAMES } from '../../src/webhook/devcerts.ts';
+import { admissionRegistration, apiStatus, apps, kubeconfigPath, rbac, waitFor } from './kube.ts';
+
+const repo = path.join(import.meta.dirname, '../..');
+export const leaderhookImage = process.env.LEADERHOOK_TEST_IMAGE ?? 'leaderhook.test/leaderhook:dev';
+export const INJECTION_LABEL = { 'leaderhook.io/injection': 'enabled' };
+const NAMESPACE = 'leaderhook-system';
+
+export function kubectl(args: string[], input?: string): string {
+  try {
+    return execFileSync('kubectl', ['--kubeconfig', kubeconfigPath, ...args], { cwd: repo, encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'] });
+  } catch (error) {
+    const e = error as { stderr?: string; message: string };
+    throw new Error(`kubectl ${args.join(' ')}: ${e.stderr || e.message}`);
+  }
+}
+
+type Manifest = { kind: string; metadata: { name: string }; [key: string]: unknown };
+
+function setEnv(deployment: V1Deployment, values: Record<string, string>): void {
+  const container = deployment.spec!.template.spec!.containers[0]!;
+  const env = (container.env ?? []).filter((e) => !(e.name in values));
+  container.env = [...env, ...Object.entries(values).map(([name, value]) => ({ name, value }))];
+}
+
+/** Applies deploy/ and waits until the webhook serves; returns an uninstall. */
+export async function installLeaderhook(): Promise<() => Promise<void>> {
+  const ca = await createCertificateAuthority('leaderhook e2e CA');
+  const serving = await issueServingCertificate(ca, WEBHOOK_SERVICE_NAMES);
+  const objects = parseAllDocuments(kubectl(['kustomize', 'deploy']))
+    .map((doc) => doc.toJS() as Manifest)
+    .filter((o) => o && o.kind !== 'Issuer' && o.kind !== 'Certificate');
+
+  for (const object of objects) {
+    if (object.kind === 'Deployment') {
+      const deployment = object as unknown as V1Deployment;
+      const container = deployment.spec!.template.spec!.containers[0]!;
+      container.image = leaderhookImage;
+      container.imagePullPolicy = 'Never';
+      setEnv(deployment, { LEADERHOOK_HOOK_IMAGE: leaderhookImage, LEADERHOOK_HOOK_IMAGE_PULL_POLICY: 'Never', LEADERHOOK_LOG_LEVEL: 'debug' });
+    }
+    if (object.kind === 'MutatingWebhookConfiguration') {
+      for (const webhook of (object as unknown as { webhooks: { clientConfig: { caBundle?: string } }[] }).webhooks) {
+        webhook.clientConfig.caBundle = Buffer.from(ca.cert).toString('base64');
+      }
+    }
+  }
+  const secret = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'kubernetes.io/tls',
+    metadata: { name: 'leaderhook-webhook-tls', namespace: NAMESPACE },
+    stringData: { 'tls.crt': serving.cert, 'tls.key': serving.key, 'ca.crt': ca.cert },
+  };
+  // The namespace first, the webhook registration last: pods are never sent
+  // to a webhook that is not there yet (failurePolicy Ignore would hide it).
+  const ordered = [
+    ...objects.filter((o) => o.kind === 'Namespace'),
+    secret,
+    ...objects.filter((o) => o.kind !== 'Namespace' && o.kind !== 'MutatingWebhookConfiguration'),
+  ];
+  kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], ordered.map((o) => JSON.stringify(o)).join('\n'));
+  await waitFor(
+    'the leaderhook webhook Deployment to be available',
+    async () => {
+      const d = await apps.readNamespacedDeployment({ name: 'leaderhook-webhook', namespace: NAMESPACE });
+      return (d.status?.availableReplicas ?? 0) >= 1 && (d.status?.readyReplicas ?? 0) === d.spec?.replicas;
+    },
+    120_000,
+  );
+  kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(objects.find((o) => o.kind === 'MutatingWebhookConfiguration')));
+
+  return async () => {
+    await admissionRegistration.deleteMutatingWebhookConfiguration({ name: 'leaderhook' }).catch((error) => {
+      if (apiStatus(error) !== 404) throw error;
+    });
+    kubectl(['delete', 'namespace', NAMESPACE, '--ignore-not-found', '--wait=false']);
+  };
+}
+
+/**
+ * Grants the release hook its Role (deploy/operator-rbac) in `namespace`,
+ * bound to the operator's service account, as the README tells users to.
+ */
+export async function grantReleaseHook(namespace: string, serviceAccount: string): Promise<void> {
+  kubectl(['apply', '-n', namespace, '-f', 'deploy/operator-rbac/role.yaml']);
+  const binding = parseAllDocuments(kubectl(['kustomize', 'deploy/operator-rbac']))
+    .map((doc) => doc.toJS() as V1RoleBinding)
+    .find((o) => o.kind === 'RoleBinding')!;
+  binding.metadata = { ...binding.metadata, namespace };
+  binding.subjects = [{ kind: 'ServiceAccount', name: serviceAccount, namespace }];
+  await rbac.createNamespacedRoleBinding({ namespace, body: binding });
+}
