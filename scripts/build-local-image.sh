@@ -14,6 +14,8 @@ rootfs="$work/rootfs"
 out="$work/leaderhook.tar"
 
 cd "$repo"
+# The pinned Node for npm too (its engine checks), as in any npm script.
+export PATH="$repo/node_modules/.bin:$PATH"
 start=$(date +%s)
 npm run -s build
 rm -rf "$rootfs" && mkdir -p "$rootfs/app" "$rootfs/usr/local/bin" "$rootfs/etc" "$rootfs/tmp"
