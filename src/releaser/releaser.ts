@@ -269,7 +269,9 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
   function classify(cm: ConfigMap) {
     const name = cm.metadata?.name as string;
     const owner = lockOwner(cm);
-    if (!owner) {
+    // A lock already marked for deletion (by GC, a foreground delete) is on
+    // its way out; deleting it again would change nothing.
+    if (!owner || cm.metadata?.deletionTimestamp) {
       forget(name);
       return;
     }
