@@ -27,7 +27,7 @@ stop() {
 			pid="$(cat "$STATE/pids/$name.pid")"
 			kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
 		fi
-		rm -f "$STATE/pids/$name.pid" "$STATE/pids/$name.cmd"
+		rm -f "$STATE/pids/$name.pid" "$STATE/pids/$name.cmd" "$STATE/pids/$name.args"
 	done
 	deadline=$((SECONDS + 15))
 	for pid in "${pids[@]}"; do
@@ -61,7 +61,9 @@ if pid_alive containerd; then
 fi
 
 phase "stop containerd and control plane"
-stop containerd kube-apiserver etcd
+stop containerd kube-apiserver
+# etcd last: an API server whose etcd is gone spends a minute draining requests.
+stop etcd
 
 # Should containerd have died before its tasks, their shims and processes are
 # still around: shims carry our containerd's address, container processes

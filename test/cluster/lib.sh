@@ -8,6 +8,7 @@ NODE_NAME="${LEADERHOOK_NODE_NAME:-leaderhook-node}"
 # Both ends of the node's veth pair stay inside the namespace: the node gets
 # an ordinary address and nothing leads out of it.
 NODE_IP=10.213.0.2
+NODE_SUBNET=10.213.0.0/24
 PEER_IP=10.213.0.1
 NODE_LINK=lh-node
 PEER_LINK=lh-peer

@@ -149,16 +149,24 @@ EOF
 # logs/NAME.log and recording its PID. nsenter and setsid exec, so the PID
 # recorded is the component's own.
 start() {
-	local name="$1"
+	local name="$1" pid
 	shift
 	if pid_alive "$name"; then
-		echo "$name already running (pid $(cat "$STATE/pids/$name.pid"))" >&2
-		return
+		pid="$(cat "$STATE/pids/$name.pid")"
+		if [[ "$(cat "$STATE/pids/$name.args" 2>/dev/null)" == "$*" ]]; then
+			echo "$name already running (pid $pid)" >&2
+			return
+		fi
+		# Started by an older up.sh with other flags: restart it with these.
+		echo "$name (pid $pid) runs with other flags: restarting it" >&2
+		kill -TERM "$pid"
+		while [[ -d "/proc/$pid" ]]; do sleep 0.1; done
 	fi
 	echo "=== $(date -Is) $*" >>"$STATE/logs/$name.log"
 	nsenter --net="/run/netns/$NETNS" -- setsid "$@" >>"$STATE/logs/$name.log" 2>&1 </dev/null &
 	echo "$!" >"$STATE/pids/$name.pid"
 	echo "$1" >"$STATE/pids/$name.cmd"
+	echo "$*" >"$STATE/pids/$name.args"
 }
 
 # wait_for NAME DESC SECONDS CMD...: poll CMD until it succeeds; give up
@@ -197,7 +205,7 @@ cat >"$STATE/cni/net.d/10-leaderhook.conflist" <<EOF
         "type": "host-local",
         "dataDir": "$STATE/cni/ipam",
         "ranges": [[{ "subnet": "$POD_CIDR" }]],
-        "routes": [{ "dst": "$SERVICE_CIDR" }, { "dst": "$NODE_IP/24" }]
+        "routes": [{ "dst": "$SERVICE_CIDR" }, { "dst": "$NODE_SUBNET" }]
       }
     },
     { "type": "portmap", "capabilities": { "portMappings": true } }
@@ -221,6 +229,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   disable_tcp_service = true
   stream_server_address = "127.0.0.1"
   netns_mounts_under_state_dir = true
+  # Lowering an OOM score needs CAP_SYS_RESOURCE, which some machines (this
+  # project's test VMs among them) withhold even from root: without this, every
+  # pause container (oom_score_adj -998) fails in runc's nsexec. Scores below
+  # containerd's own are raised to it instead.
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$STATE/cni/net.d"
@@ -262,6 +275,7 @@ start kube-apiserver "$bindir/kube-apiserver" \
 	--kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" \
 	--kubelet-client-key="$pki/apiserver-kubelet-client.key" \
 	--kubelet-certificate-authority="$pki/ca.crt" \
+	--kubelet-preferred-address-types=InternalIP,Hostname \
 	--service-account-issuer=https://kubernetes.default.svc.cluster.local \
 	--service-account-key-file="$pki/sa.pub" \
 	--service-account-signing-key-file="$pki/sa.key" \

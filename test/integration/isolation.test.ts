@@ -1,13 +1,14 @@
 /**
  * The local cluster is isolated, and still an ordinary cluster inside:
  * its network namespace has no default route and no link to the machine's
- * root namespace, while a pod reaches the API through the `kubernetes`
+ * own namespace, while a pod reaches the API through the `kubernetes`
  * Service with client-go's unmodified in-cluster configuration.
  *
  * Run inside the namespace: test/cluster/in-netns.sh node --test test/integration/isolation.test.ts
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { readFile, stat } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { type V1Pod, VersionApi } from '@kubernetes/client-node';
@@ -25,18 +26,35 @@ interface Link {
   linkinfo?: { info_kind?: string };
 }
 
-/** `ip -j ARGS` in the cluster's namespace, or in the machine's root namespace (that of PID 1). */
-async function ipJson<T>(where: 'cluster' | 'root', ...args: string[]): Promise<T> {
-  const command = where === 'cluster' ? ['ip', '-n', netns, '-j', ...args] : ['nsenter', '--net=/proc/1/ns/net', 'ip', '-j', ...args];
+/**
+ * A handle on the machine's own network namespace, the one the tests were
+ * started from: this process's if it runs outside the cluster's namespace,
+ * else that of its nearest ancestor outside it. (PID 1's would be the
+ * textbook choice, but a sandboxed machine may deny even root access to it.)
+ */
+async function machineNetns(): Promise<string> {
+  const cluster = (await stat(`/run/netns/${netns}`)).ino;
+  let pid = process.pid;
+  while (pid > 1) {
+    if ((await stat(`/proc/${pid}/ns/net`)).ino !== cluster) return `/proc/${pid}/ns/net`;
+    // Field 4 of /proc/PID/stat, after the parenthesised command name, is the parent.
+    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ');
+    pid = Number(fields?.[1]);
+  }
+  return '/proc/1/ns/net';
+}
+
+/** `ip -j ARGS` in the cluster's namespace, or in the machine's own. */
+async function ipJson<T>(where: 'cluster' | 'machine', ...args: string[]): Promise<T> {
+  const command = where === 'cluster' ? ['ip', '-n', netns, '-j', ...args] : ['nsenter', `--net=${await machineNetns()}`, 'ip', '-j', ...args];
   const { stdout } = await run(command[0]!, command.slice(1));
   return JSON.parse(stdout || '[]') as T;
 }
 
 describe('network namespace of the local cluster', { skip: broughtOwnCluster && 'LEADERHOOK_KUBECONFIG names a cluster this project did not start' }, () => {
-  test('is a namespace of its own, not the root namespace', async () => {
-    const { stdout: own } = await run('stat', ['-L', '-c', '%i', `/run/netns/${netns}`]);
-    const { stdout: root } = await run('stat', ['-L', '-c', '%i', '/proc/1/ns/net']);
-    assert.notEqual(own.trim(), root.trim());
+  test("is a namespace of its own, not the machine's", async () => {
+    const own = (await stat(`/run/netns/${netns}`)).ino;
+    assert.notEqual((await stat(await machineNetns())).ino, own);
   });
 
   test('has no default route, so nothing can be routed out', async () => {
@@ -48,7 +66,7 @@ describe('network namespace of the local cluster', { skip: broughtOwnCluster && 
     await assert.rejects(run('ip', ['-n', netns, 'route', 'get', '192.0.2.1']), /Network is unreachable/);
   });
 
-  test('shares no link with the root namespace', async () => {
+  test("shares no link with the machine's namespace", async () => {
     const links = await ipJson<Link[]>('cluster', '-d', 'link', 'show');
     const node = links.find((link) => link.ifname === 'lh-node');
     assert.ok(node, `the node's veth lh-node exists in ${netns}: ${links.map((l) => l.ifname).join(', ')}`);
@@ -62,12 +80,12 @@ describe('network namespace of the local cluster', { skip: broughtOwnCluster && 
       assert.equal(link.master, 'cni0', `${link.ifname} reaches into another namespace but is no pod's veth`);
     }
 
-    const rootLinks = await ipJson<Link[]>('root', '-d', 'link', 'show');
+    const rootLinks = await ipJson<Link[]>('machine', '-d', 'link', 'show');
     const rootNames = rootLinks.map((link) => link.ifname);
-    for (const name of ['lh-node', 'lh-peer', 'cni0']) assert.ok(!rootNames.includes(name), `${name} appears in the root namespace`);
+    for (const name of ['lh-node', 'lh-peer', 'cni0']) assert.ok(!rootNames.includes(name), `${name} appears in the machine's namespace`);
     // A veth pair across the two namespaces would give the cluster's
-    // namespace an id in the root namespace, named after its /run/netns entry.
-    const ids = await ipJson<{ nsid: number; name?: string }[]>('root', 'netns', 'list-id');
+    // namespace an id in the machine's, named after its /run/netns entry.
+    const ids = await ipJson<{ nsid: number; name?: string }[]>('machine', 'netns', 'list-id');
     const clusterIds = ids.filter((id) => id.name === netns).map((id) => id.nsid);
     const crossing = rootLinks.filter((link) => link.link_netnsid !== undefined && clusterIds.includes(link.link_netnsid));
     assert.deepEqual(
