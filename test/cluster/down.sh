@@ -19,7 +19,8 @@ esac
 [[ "$(id -u)" == 0 ]] || die "must run as root"
 
 # stop NAME...: TERM each recorded, still running component, then KILL
-# whatever has not exited after 15 s.
+# whatever has not exited after 10 s (an API server still serving a
+# streaming request, such as a followed log, would wait for a minute).
 stop() {
 	local name pid pids=() deadline
 	for name in "$@"; do
@@ -29,11 +30,11 @@ stop() {
 		fi
 		rm -f "$STATE/pids/$name.pid" "$STATE/pids/$name.cmd" "$STATE/pids/$name.args"
 	done
-	deadline=$((SECONDS + 15))
+	deadline=$((SECONDS + 10))
 	for pid in "${pids[@]}"; do
 		while [[ -d "/proc/$pid" ]] && ((SECONDS < deadline)); do sleep 0.1; done
 		if [[ -d "/proc/$pid" ]]; then
-			echo "pid $pid ignored SIGTERM for 15s: killing it" >&2
+			echo "pid $pid ignored SIGTERM for 10s: killing it" >&2
 			kill -KILL "$pid" 2>/dev/null || true
 		fi
 	done
@@ -67,13 +68,13 @@ stop etcd
 
 # Should containerd have died before its tasks, their shims and processes are
 # still around: shims carry our containerd's address, container processes
-# sit in the pod cgroups the kubelet made. Nothing else matches either.
+# sit in the cgroups under /$NETNS that the kubelet made. Nothing else matches either.
 phase "leftover processes"
 for pid in $(pgrep -f -- "-address $CONTAINERD_ADDRESS( |$)" || true); do
 	echo "killing leftover shim $pid: $(tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null)" >&2
 	kill -KILL "$pid" 2>/dev/null || true
 done
-for procs in $(find /sys/fs/cgroup/*/kubepods -name cgroup.procs 2>/dev/null); do
+for procs in $(find /sys/fs/cgroup/*/"$NETNS" -name cgroup.procs 2>/dev/null); do
 	for pid in $(cat "$procs" 2>/dev/null); do
 		kill -KILL "$pid" 2>/dev/null || true
 	done
@@ -95,7 +96,7 @@ if findmnt -rn -o TARGET | grep -qF "$STATE/"; then
 fi
 
 phase "cgroups"
-for root in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+for root in /sys/fs/cgroup/*/"$NETNS"; do
 	[[ -d "$root" ]] || continue
 	find "$root" -depth -type d -exec rmdir {} \; 2>/dev/null || true
 	[[ ! -d "$root" ]] || echo "warning: could not remove cgroup $root" >&2

@@ -153,7 +153,7 @@ start() {
 	shift
 	if pid_alive "$name"; then
 		pid="$(cat "$STATE/pids/$name.pid")"
-		if [[ "$(cat "$STATE/pids/$name.args" 2>/dev/null)" == "$*" ]]; then
+		if [[ "$(cat "$STATE/pids/$name.args" 2>/dev/null)" == "$(signature "$@")" ]]; then
 			echo "$name already running (pid $pid)" >&2
 			return
 		fi
@@ -166,7 +166,20 @@ start() {
 	nsenter --net="/run/netns/$NETNS" -- setsid "$@" >>"$STATE/logs/$name.log" 2>&1 </dev/null &
 	echo "$!" >"$STATE/pids/$name.pid"
 	echo "$1" >"$STATE/pids/$name.cmd"
-	echo "$*" >"$STATE/pids/$name.args"
+	signature "$@" >"$STATE/pids/$name.args"
+}
+
+# signature CMD...: the command line and the contents of the configuration
+# files it names, so that a changed file also restarts its component.
+signature() {
+	local arg file
+	echo "$*"
+	for arg in "$@"; do
+		file="${arg#*=}"
+		if [[ ("$file" == "$cfg"/* || "$file" == "$STATE/containerd/config.toml") && -f "$file" ]]; then
+			sha256sum "$file"
+		fi
+	done
 }
 
 # wait_for NAME DESC SECONDS CMD...: poll CMD until it succeeds; give up
@@ -311,10 +324,22 @@ wait_for kube-scheduler "kube-scheduler /healthz" 60 in_netns curl -skf https://
 # --- node
 phase "kubelet and kube-proxy"
 echo "nameserver 127.0.0.1" >"$STATE/resolv.conf"
+# The pods' cgroups live under one named after the cluster, so that down.sh
+# removes exactly these and nothing of another kubelet on the machine.
+for hierarchy in /sys/fs/cgroup/*/; do
+	[[ -f "${hierarchy}cgroup.procs" ]] || continue
+	mkdir -p "$hierarchy$NETNS"
+	if [[ -f "${hierarchy}cpuset.cpus" ]]; then
+		# A new cpuset cgroup starts empty (v1): give it all the parent has.
+		cat "${hierarchy}cpuset.cpus" >"$hierarchy$NETNS/cpuset.cpus"
+		cat "${hierarchy}cpuset.mems" >"$hierarchy$NETNS/cpuset.mems"
+	fi
+done
 cat >"$cfg/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
+cgroupRoot: /$NETNS
 failCgroupV1: false
 failSwapOn: false
 containerRuntimeEndpoint: unix://$CONTAINERD_ADDRESS
@@ -376,6 +401,9 @@ node_ready() {
 service_rules() {
 	in_netns iptables -t nat -S KUBE-SERVICES | grep -q -- "-d $API_SERVICE_IP/32 .*default/kubernetes:https"
 }
+# After a restart the node object may still say Ready from before: the
+# kubelet's own health check tells that this kubelet is running.
+wait_for kubelet "kubelet /healthz" 60 in_netns curl -sf http://127.0.0.1:10248/healthz
 wait_for kubelet "node $NODE_NAME Ready" 180 node_ready
 wait_for kube-proxy "kube-proxy's rules for the kubernetes Service" 60 service_rules
 wait_for "" "the default ServiceAccount" 60 in_netns "${kubectl[@]}" get serviceaccount default -n default
