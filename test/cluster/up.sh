@@ -42,6 +42,18 @@ mkdir -p "$STATE"/{pids,logs,pki,etcd,cni/net.d,cni/ipam,containerd,kubelet,pod-
 pki="$STATE/pki"
 cfg="$STATE/config"
 
+# write_if_changed FILE: FILE gets stdin, untouched when equal. kube-proxy
+# exits when its configuration file is written, whatever the content.
+write_if_changed() {
+	local file="$1"
+	cat >"$file.new"
+	if cmp -s "$file.new" "$file"; then
+		rm -f "$file.new"
+	else
+		mv "$file.new" "$file"
+	fi
+}
+
 # --- network namespace
 phase "network namespace"
 modprobe br_netfilter 2>/dev/null || true
@@ -107,7 +119,7 @@ chmod 600 "$pki"/*.key
 # so it can be copied anywhere inside the namespace.
 kubeconfig() {
 	local file="$STATE/$1.kubeconfig" name="$2"
-	cat >"$file.tmp" <<-EOF
+	write_if_changed "$file" <<-EOF
 		apiVersion: v1
 		kind: Config
 		clusters:
@@ -127,15 +139,14 @@ kubeconfig() {
 		    user: $name
 		current-context: leaderhook
 	EOF
-	chmod 600 "$file.tmp"
-	mv "$file.tmp" "$file"
+	chmod 600 "$file"
 }
 for name in admin controller-manager scheduler kube-proxy kubelet; do
 	kubeconfig "$name" "$name"
 done
 kubectl=("$bindir/kubectl" --kubeconfig "$STATE/admin.kubeconfig")
 
-cat >"$STATE/env" <<EOF
+write_if_changed "$STATE/env" <<EOF
 KUBECONFIG=$STATE/admin.kubeconfig
 LEADERHOOK_NETNS=$NETNS
 NODE_IP=$NODE_IP
@@ -203,7 +214,7 @@ wait_for() {
 
 # --- containerd
 phase "containerd"
-cat >"$STATE/cni/net.d/10-leaderhook.conflist" <<EOF
+write_if_changed "$STATE/cni/net.d/10-leaderhook.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "leaderhook",
@@ -225,7 +236,7 @@ cat >"$STATE/cni/net.d/10-leaderhook.conflist" <<EOF
   ]
 }
 EOF
-cat >"$STATE/containerd/config.toml" <<EOF
+write_if_changed "$STATE/containerd/config.toml" <<EOF
 version = 2
 root = "$STATE/containerd/root"
 state = "$STATE/containerd/state"
@@ -323,7 +334,7 @@ wait_for kube-scheduler "kube-scheduler /healthz" 60 in_netns curl -skf https://
 
 # --- node
 phase "kubelet and kube-proxy"
-echo "nameserver 127.0.0.1" >"$STATE/resolv.conf"
+echo "nameserver 127.0.0.1" | write_if_changed "$STATE/resolv.conf"
 # The pods' cgroups live under one named after the cluster, so that down.sh
 # removes exactly these and nothing of another kubelet on the machine.
 for hierarchy in /sys/fs/cgroup/*/; do
@@ -335,7 +346,7 @@ for hierarchy in /sys/fs/cgroup/*/; do
 		cat "${hierarchy}cpuset.mems" >"$hierarchy$NETNS/cpuset.mems"
 	fi
 done
-cat >"$cfg/kubelet.yaml" <<EOF
+write_if_changed "$cfg/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
@@ -375,7 +386,7 @@ start kubelet "$bindir/kubelet" \
 	--root-dir="$STATE/kubelet" \
 	--hostname-override="$NODE_NAME" \
 	--node-ip="$NODE_IP"
-cat >"$cfg/kube-proxy.yaml" <<EOF
+write_if_changed "$cfg/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
@@ -386,6 +397,7 @@ hostnameOverride: $NODE_NAME
 bindAddress: $NODE_IP
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
+nodePortAddresses: [primary]
 # Leave the machine-wide conntrack sysctls alone: the namespace may not write them.
 conntrack:
   maxPerCore: 0
