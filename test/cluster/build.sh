@@ -4,11 +4,12 @@
 # component next to it. Prints the binary's path on stdout.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=lib.sh
+# shellcheck source=test/cluster/lib.sh
 source "$here/lib.sh"
 
 phase "hash sources"
-key="$(cd "$here" && cat go.mod go.sum $(find cmd -type f -name '*.go' | LC_ALL=C sort) | sha256sum | cut -c1-16)"
+mapfile -t sources < <(cd "$here" && find cmd -type f -name '*.go' | LC_ALL=C sort)
+key="$(cd "$here" && cat go.mod go.sum "${sources[@]}" | sha256sum | cut -c1-16)"
 bindir="$CACHE/bin"
 bin="$bindir/kubecluster-$key"
 mkdir -p "$bindir"

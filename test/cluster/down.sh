@@ -7,7 +7,7 @@
 #   test/cluster/down.sh [--purge]      (npm run cluster:down)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=lib.sh
+# shellcheck source=test/cluster/lib.sh
 source "$here/lib.sh"
 
 purge=false
@@ -74,10 +74,8 @@ for pid in $(pgrep -f -- "-address $CONTAINERD_ADDRESS( |$)" || true); do
 	echo "killing leftover shim $pid: $(tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null)" >&2
 	kill -KILL "$pid" 2>/dev/null || true
 done
-for procs in $(find /sys/fs/cgroup/*/"$NETNS" -name cgroup.procs 2>/dev/null); do
-	for pid in $(cat "$procs" 2>/dev/null); do
-		kill -KILL "$pid" 2>/dev/null || true
-	done
+{ find /sys/fs/cgroup/*/"$NETNS" -name cgroup.procs -exec cat {} + 2>/dev/null || true; } | sort -u | while read -r pid; do
+	kill -KILL "$pid" 2>/dev/null || true
 done
 
 phase "unmount"

@@ -7,7 +7,7 @@
 #   test/cluster/in-netns.sh CMD [ARGS...]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=lib.sh
+# shellcheck source=test/cluster/lib.sh
 source "$here/lib.sh"
 [[ $# -ge 1 ]] || die "usage: in-netns.sh CMD [ARGS...]"
 [[ -f "$STATE/env" && -e "/run/netns/$NETNS" ]] ||

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # variables for the scripts that source this
 # Shared by up.sh, down.sh and in-netns.sh: where the cluster lives and how
 # to run a command inside its network namespace. Sourced, never run.
 

@@ -12,7 +12,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-# shellcheck source=lib.sh
+# shellcheck source=test/cluster/lib.sh
 source "$here/lib.sh"
 
 [[ "$(id -u)" == 0 ]] || die "must run as root (network namespaces, containerd, kubelet)"
@@ -21,7 +21,7 @@ source "$here/lib.sh"
 phase "packages"
 need=()
 for pair in containerd:containerd runc:runc iptables:iptables ip:iproute2 openssl:openssl \
-	conntrack:conntrack nsenter:util-linux curl:curl ctr:containerd mount:mount; do
+	conntrack:conntrack nsenter:util-linux curl:curl ctr:containerd mount:mount pgrep:procps; do
 	command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
 [[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local && -x /usr/lib/cni/loopback ]] ||

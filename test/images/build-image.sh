@@ -8,7 +8,7 @@
 # the name to use in manifests, always with imagePullPolicy: Never.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=go-tool.sh
+# shellcheck source=test/images/go-tool.sh
 source "$here/go-tool.sh"
 
 opts=()

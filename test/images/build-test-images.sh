@@ -4,7 +4,7 @@
 # their sources changed, and prints "NAME ARCHIVE" per image.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=go-tool.sh
+# shellcheck source=test/images/go-tool.sh
 source "$here/go-tool.sh"
 images="${LEADERHOOK_CACHE:-$HOME/.cache/leaderhook}/images"
 mkdir -p "$images"

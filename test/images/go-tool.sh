@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the image scripts: go_tool NAME builds test/images/cmd/NAME as a
 # static binary into the cache, keyed by the module's sources, and prints its
 # path. A cached binary is reused as long as nothing it is built from changed.
