@@ -113,7 +113,7 @@ if [[ -e "/run/netns/$NETNS" ]]; then
 fi
 # Every pod is gone, and so is every address the IPAM handed out.
 rm -rf "$STATE/cni/ipam"
-rm -f /var/lib/cni/results/leaderhook-* 2>/dev/null || true
+rm -f "/var/lib/cni/results/$NETNS-"* 2>/dev/null || true
 
 if $purge; then
 	phase "purge state"

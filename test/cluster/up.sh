@@ -217,7 +217,7 @@ phase "containerd"
 write_if_changed "$STATE/cni/net.d/10-leaderhook.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
-  "name": "leaderhook",
+  "name": "$NETNS",
   "plugins": [
     {
       "type": "bridge",
