@@ -38,11 +38,10 @@ export async function startReleaseProcess(options: ReleaseProcessOptions): Promi
  */
 export function installSignalHandlers(releaser: RunningReleaser, logger: Logger, exit: (code: number) => void = process.exit): void {
   const onSignal = (signal: string) => {
+    // onTerminate first: it notes the time of the signal, which R1 compares with the deadline
+    const done = releaser.onTerminate();
     logger.info({ signal }, `${signal} received`);
-    releaser
-      .onTerminate()
-      .catch((err: unknown) => logger.error({ err: (err as Error).message }, 'SIGTERM handling failed'))
-      .finally(() => exit(0));
+    done.catch((err: unknown) => logger.error({ err: (err as Error).message }, 'SIGTERM handling failed')).finally(() => exit(0));
   };
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));

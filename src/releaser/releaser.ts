@@ -458,6 +458,11 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
 
   // ---- R1: SIGTERM -------------------------------------------------------------
 
+  /**
+   * The own locks, from the watch's cache when it is connected (no request).
+   * Only when the watch is down does the SIGTERM path read them: the pinned
+   * lock by name, else a list of the namespace's ConfigMaps.
+   */
   async function ownLockCandidates(signal: AbortSignal): Promise<ConfigMap[]> {
     if (lockWatch?.synced && lockWatch.healthy) return [...ownLocks.values()];
     const mine = (cm: ConfigMap) => lockOwner(cm)?.uid === podUid;
