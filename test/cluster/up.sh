@@ -34,6 +34,22 @@ if [[ ${#need[@]} -gt 0 ]]; then
 fi
 command -v go >/dev/null || die "go is needed to build the cluster binary and images"
 
+# Processes recorded but none alive: the previous cluster was stopped without
+# down.sh (killed, or the machine restarted). Its mounts, containers and
+# cgroups go first, so that nothing new starts on top of them.
+recorded=false
+alive=false
+for pidfile in "$STATE"/pids/*.pid; do
+	[[ -e "$pidfile" ]] || continue
+	recorded=true
+	if pid_alive "$(basename "$pidfile" .pid)"; then alive=true; fi
+done
+if $recorded && ! $alive; then
+	phase "clean up after unclean stop"
+	echo "the previous cluster in $STATE was not stopped by down.sh: cleaning up first" >&2
+	"$here/down.sh" >&2
+fi
+
 phase "kubecluster binary"
 "$here/build.sh" >/dev/null
 bindir="$CACHE/bin"
