@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/operator-framework/operator-lib/leader"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -20,6 +21,8 @@ import (
 func main() {
 	log := opshell.NewLogger().WithName("lfl-operator")
 	logf.SetLogger(log)
+	// client-go (leader election among others) logs through klog: same stream, same format.
+	klog.SetLogger(log)
 	if err := run(log); err != nil {
 		log.Error(err, "exiting")
 		os.Exit(1)
