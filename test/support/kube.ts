@@ -5,7 +5,7 @@
  * network namespace (test/cluster/in-netns.sh), the only place it is reachable.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { AdmissionregistrationV1Api, ApiException, AppsV1Api, CoordinationV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
@@ -18,7 +18,25 @@ export const clusterStateDir = process.env.LEADERHOOK_CLUSTER_DIR ?? join(homedi
 
 export const kubeconfigPath = process.env.LEADERHOOK_KUBECONFIG ?? join(clusterStateDir, 'admin.kubeconfig');
 
+/**
+ * The local cluster's addresses exist only inside its network namespace;
+ * outside it, the same addresses lead to the machine's network. Refuse to
+ * start rather than send a single request there.
+ */
+function assertInsideClusterNetns(): void {
+  if (broughtOwnCluster) return;
+  const netns = process.env.LEADERHOOK_NETNS ?? 'leaderhook';
+  const cluster = statSync(`/run/netns/${netns}`, { throwIfNoEntry: false });
+  if (cluster === undefined) {
+    throw new Error(`no network namespace ${netns}: start the local cluster with \`npm run cluster:up\` or set LEADERHOOK_KUBECONFIG`);
+  }
+  if (statSync('/proc/self/ns/net').ino !== cluster.ino) {
+    throw new Error(`not inside the cluster's network namespace ${netns}: run the tests through test/cluster/in-netns.sh`);
+  }
+}
+
 function loadKubeConfig(): KubeConfig {
+  assertInsideClusterNetns();
   if (!existsSync(kubeconfigPath)) {
     throw new Error(
       `no kubeconfig at ${kubeconfigPath}: start the local cluster with \`npm run cluster:up\` or set LEADERHOOK_KUBECONFIG to an existing cluster's kubeconfig`,
