@@ -70,11 +70,11 @@ interface KubeconfigFile {
  * parser is loaded only here, so the in-cluster path never pays for it.
  */
 export async function kubeconfigConfig(path: string, contextName?: string): Promise<ClusterConfig> {
-  const { load } = await import('js-yaml');
+  const { parse } = await import('yaml');
   const text = readOrThrow(path, 'kubeconfig').toString('utf8');
   let doc: KubeconfigFile;
   try {
-    doc = load(text) as KubeconfigFile;
+    doc = parse(text) as KubeconfigFile;
   } catch (err) {
     throw new Error(`parsing kubeconfig ${path}: ${(err as Error).message}`, { cause: err });
   }

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { load, loadAll } from 'js-yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { pino } from 'pino';
 import { createKubeClient, type KubeClient } from '../../../src/kube/client.ts';
 import { kubeconfigConfig } from '../../../src/kube/config.ts';
@@ -21,7 +21,7 @@ export const kubeconfigPath = process.env.LEADERHOOK_KUBECONFIG ?? process.env.K
 /** Why the cluster tests cannot run here, or undefined when they can. */
 export const skipReason = kubeconfigPath ? undefined : 'no cluster: run under test/cluster/in-netns.sh (KUBECONFIG from the cluster env)';
 
-const roleDocs = loadAll(readFileSync(new URL('./role.yaml', import.meta.url), 'utf8')) as Record<string, unknown>[];
+const roleDocs = parseAllDocuments(readFileSync(new URL('./role.yaml', import.meta.url), 'utf8')).map((d) => d.toJS() as Record<string, unknown>);
 
 export const pauseImage = process.env.LEADERHOOK_PAUSE_IMAGE ?? 'leaderhook.local/pause:3.10';
 
@@ -111,7 +111,7 @@ export async function createNamespace(prefix: string, rules?: unknown[]): Promis
     path: `/api/v1/namespaces/${name}/serviceaccounts/operator/token`,
     body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
   });
-  const adminDoc = load(readFileSync(kubeconfigPath as string, 'utf8')) as {
+  const adminDoc = parse(readFileSync(kubeconfigPath as string, 'utf8')) as {
     'current-context': string;
     contexts: { name: string; context: { cluster: string } }[];
     clusters: { name: string; cluster: Record<string, unknown> }[];
