@@ -49,6 +49,10 @@ step "unit, golden and HTTP tests"
 run_tests unit -- 'test/unit/**/*.test.ts'
 step_done
 
+step "Go tests of the image tooling"
+(cd test/images && go test ./...) || status=1
+step_done
+
 if [[ "${LEADERHOOK_SKIP_CLUSTER:-}" != 1 ]]; then
 	cluster_started=0
 	if [[ -z "${LEADERHOOK_KUBECONFIG:-}" ]]; then
