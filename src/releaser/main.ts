@@ -1,8 +1,8 @@
 /**
  * Process wiring for the release hook: SIGTERM runs R1 and exits 0 — in every
  * case, since a non-zero exit of a native sidecar only adds noise to a pod
- * that is stopping anyway. Run directly (`node src/releaser/main.ts`) it
- * takes its settings from the environment, as the webhook injects them.
+ * that is stopping anyway. `leaderhook release` (src/commands/release.ts)
+ * turns flags and environment into these options.
  */
 import { inClusterConfig, kubeconfigConfig } from '../kube/config.ts';
 import { createKubeClient } from '../kube/client.ts';
@@ -49,37 +49,6 @@ export function installSignalHandlers(releaser: RunningReleaser, logger: Logger,
   process.on('uncaughtException', (err) => logger.error({ err: err.message, stack: err.stack }, 'uncaught exception'));
 }
 
-function envNumber(env: NodeJS.ProcessEnv, name: string): number | undefined {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return undefined;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0) throw new Error(`${name}=${JSON.stringify(raw)} is not a non-negative number`);
-  return value;
-}
-
-/** Settings from the environment the webhook injects (POD_NAME, POD_NAMESPACE, POD_UID) plus LEADERHOOK_* overrides. */
-export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ReleaseProcessOptions {
-  const options: ReleaseProcessOptions = {
-    podName: env.POD_NAME ?? '',
-    podNamespace: env.POD_NAMESPACE ?? '',
-    podUid: env.POD_UID ?? '',
-    observe: /^(true|1|yes)$/i.test(env.LEADERHOOK_OBSERVE ?? ''),
-  };
-  const lockName = env.LEADERHOOK_LOCK_NAME;
-  if (lockName) options.lockName = lockName;
-  const kubeconfig = env.LEADERHOOK_KUBECONFIG;
-  if (kubeconfig) options.kubeconfig = kubeconfig;
-  const margin = envNumber(env, 'LEADERHOOK_MARGIN_SECONDS');
-  if (margin !== undefined) options.marginSeconds = margin;
-  const timeout = envNumber(env, 'LEADERHOOK_RELEASE_TIMEOUT_MS');
-  if (timeout !== undefined) options.releaseTimeoutMs = timeout;
-  const interval = envNumber(env, 'LEADERHOOK_WAIT_REPORT_INTERVAL_SECONDS');
-  if (interval !== undefined) options.waitReportIntervalSeconds = interval;
-  const port = envNumber(env, 'LEADERHOOK_METRICS_PORT');
-  if (port) options.metricsPort = port;
-  return options;
-}
-
 /**
  * Keeps the process alive doing nothing until SIGTERM or SIGINT, then exits
  * 0. For a hook that cannot start (bad settings, no credentials): a
@@ -95,16 +64,3 @@ export function idleUntilSignal(exit: (code: number) => void = process.exit): vo
   process.once('SIGTERM', quit);
   process.once('SIGINT', quit);
 }
-
-/** `node src/releaser/main.ts`: settings from the environment, as the webhook injects them. */
-export async function mainFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const logger = createLogger('release-hook');
-  try {
-    await startReleaseProcess({ ...optionsFromEnv(env), logger });
-  } catch (err) {
-    logger.error({ err: (err as Error).message }, 'release hook cannot start; idling until SIGTERM (garbage collection remains the fallback)');
-    idleUntilSignal();
-  }
-}
-
-if (import.meta.main) void mainFromEnv();

@@ -19,6 +19,7 @@ import {
   type HolderDecision,
   type HolderLookup,
   isOwnLease,
+  leaseIdentityIsPodName,
   lockNameFromAnnotations,
   lockOwner,
   notFound,
@@ -183,6 +184,12 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     lockName = lockNameFromAnnotations(pod) ?? lockName;
     observe = observeFromAnnotations(pod) ?? observe;
     log.info({ lockName: lockName ?? '(discover)', observe, marginSeconds, releaseTimeoutMs, podUid }, 'release hook running');
+    if (!leaseIdentityIsPodName(pod)) {
+      log.info(
+        { hostNetwork: pod.spec?.hostNetwork === true, hostname: pod.spec?.hostname },
+        "this pod's hostname is not its name, so no Lease identity can be told apart from another pod's: Leases are never released",
+      );
+    }
     startLeaseWatch();
     startLockWatch();
     reportTimer = setInterval(() => {
@@ -586,7 +593,8 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
       result.failed.push(`finding own ConfigMap locks: ${(err as Error).message}`);
     }
     try {
-      for (const lease of await leasesP) work.push(one('Lease', lease.metadata?.name as string, () => releaseOwnLease(lease, signal)));
+      const leases = pod && leaseIdentityIsPodName(pod) ? await leasesP : [];
+      for (const lease of leases) work.push(one('Lease', lease.metadata?.name as string, () => releaseOwnLease(lease, signal)));
     } catch (err) {
       result.failed.push(`finding own Leases: ${(err as Error).message}`);
     }

@@ -48,6 +48,18 @@ export function isOwnLease(lease: Lease | undefined, podName: string): boolean {
   return holder === podName || holder.startsWith(`${podName}_`);
 }
 
+/**
+ * Whether a Lease identity can name this pod at all. controller-runtime's
+ * identity is `hostname_uuid`; a pod with hostNetwork has the node's hostname
+ * (shared with every other such pod on the node), and `spec.hostname`
+ * replaces the pod name: then a matching identity may belong to another pod.
+ */
+export function leaseIdentityIsPodName(pod: Pod): boolean {
+  if (pod.spec?.hostNetwork) return false;
+  const hostname = pod.spec?.hostname;
+  return !hostname || hostname === pod.metadata?.name;
+}
+
 export type OwnRefusal = 'ownPodGone' | 'ownPodReplaced' | 'notBeingDeleted' | 'pastDeadline' | 'badDeletionTimestamp';
 
 export type OwnDecision = { release: true; rule: 'R1'; message: string } | { release: false; refusal: OwnRefusal; message: string };

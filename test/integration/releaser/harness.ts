@@ -21,7 +21,10 @@ export const kubeconfigPath = process.env.LEADERHOOK_KUBECONFIG ?? process.env.K
 /** Why the cluster tests cannot run here, or undefined when they can. */
 export const skipReason = kubeconfigPath ? undefined : 'no cluster: run under test/cluster/in-netns.sh (KUBECONFIG from the cluster env)';
 
-const roleDocs = parseAllDocuments(readFileSync(new URL('./role.yaml', import.meta.url), 'utf8')).map((d) => d.toJS() as Record<string, unknown>);
+/** The Role and RoleBinding users install (deploy/operator-rbac); the binding's subject is set per namespace. */
+const roleDocs = ['role.yaml', 'rolebinding.yaml'].flatMap((file) =>
+  parseAllDocuments(readFileSync(new URL(`../../../deploy/operator-rbac/${file}`, import.meta.url), 'utf8')).map((d) => d.toJS() as Record<string, unknown>),
+);
 
 export const pauseImage = process.env.LEADERHOOK_PAUSE_IMAGE ?? 'leaderhook.local/pause:3.10';
 
@@ -82,7 +85,7 @@ export interface TestNamespace {
 }
 
 /**
- * A fresh namespace with service account `operator`, bound to role.yaml (or
+ * A fresh namespace with service account `operator`, bound to deploy/operator-rbac (or
  * to `rules` instead, to test missing permissions), and a kubeconfig that
  * authenticates as that service account through a TokenRequest.
  */
@@ -103,6 +106,7 @@ export async function createNamespace(prefix: string, rules?: unknown[]): Promis
     const kind = doc.kind as string;
     const body = structuredClone(doc);
     if (kind === 'Role' && rules) body.rules = rules;
+    if (kind === 'RoleBinding') body.subjects = [{ kind: 'ServiceAccount', name: 'operator', namespace: name }];
     const resource = kind === 'Role' ? 'roles' : 'rolebindings';
     await kube.request({ method: 'POST', path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${name}/${resource}`, body });
   }

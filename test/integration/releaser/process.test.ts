@@ -31,7 +31,7 @@ import {
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url));
 
-/** Compiles src/ as the image build does, into a scratch directory that resolves the repo's node_modules. */
+/** Compiles src/ as the image build does, into a scratch directory that resolves the repo's node_modules; returns the CLI. */
 function compile(): string {
   const out = mkdtempSync(join(tmpdir(), 'leaderhook-dist-'));
   let diagnostics = '';
@@ -41,7 +41,7 @@ function compile(): string {
     // tsc exits non-zero on a type error anywhere in src/ but still emits
     diagnostics = String((err as { stdout?: string }).stdout ?? err);
   }
-  const main = join(out, 'dist/releaser/main.js');
+  const main = join(out, 'dist/cli.js');
   if (!existsSync(main)) throw new Error(`compiling src/ to ${out} produced no ${main}: ${diagnostics}`);
   symlinkSync(join(repo, 'node_modules'), join(out, 'node_modules'));
   copyFileSync(join(repo, 'package.json'), join(out, 'package.json'));
@@ -78,7 +78,7 @@ describe('release hook process', { skip: skipReason }, () => {
     await createLock(ns.name, 'op-lock', { name: 'op-0', uid });
     await createLease(ns.name, 'op-lease', 'op-0_2a0c6a50-5b0e-4e43-a8b5-5d1f1b8e2c11');
     const mainPath = compile();
-    child = spawn(process.execPath, [mainPath], {
+    child = spawn(process.execPath, [mainPath, 'release'], {
       env: {
         PATH: process.env.PATH,
         POD_NAME: 'op-0',

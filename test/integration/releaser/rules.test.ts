@@ -1,6 +1,6 @@
 /**
  * The release rules against the real API server, garbage collector and RBAC,
- * with the hook authenticated as the pod's service account under role.yaml.
+ * with the hook authenticated as the pod's service account under deploy/operator-rbac.
  * Pods whose status a rule needs live on a Node object no kubelet serves;
  * one R2 case runs on the real kubelet (activeDeadlineSeconds).
  */
@@ -162,6 +162,20 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
       assert.equal(await untouched(nodeLease), nodeLease.metadata?.resourceVersion, 'node-hostname identity untouched');
       assert.equal(await untouched(otherLease), otherLease.metadata?.resourceVersion, 'op-01 is not op-0');
       note(`R1 Lease: onTerminate ${latency.toFixed(1)} ms`);
+    });
+
+    it("never releases a Lease for a hostNetwork pod, whose hostname (and so Lease identity) is the node's", async () => {
+      const ns = await namespace('lh-r1-hostnet');
+      const pod = await createPod(ns.name, 'op-0', node, { spec: { hostNetwork: true } });
+      const lease = await createLease(ns.name, 'op-lease', 'op-0_6f0d3c2a-1b7e-4c55-9d1e-0a1b2c3d4e5f');
+      await createLock(ns.name, 'op-lock', { name: 'op-0', uid: pod.metadata?.uid as string });
+      const h = await hook(ns, pod);
+      await h.releaser.ready;
+      await deletePod(ns.name, 'op-0', 30);
+      const result = await h.releaser.onTerminate();
+      assert.deepEqual(result.released, ['ConfigMap/op-lock'], "the ConfigMap lock is still this pod's by UID");
+      const kube = await admin();
+      assert.equal((await kube.getLease(ns.name, 'op-lease')).metadata?.resourceVersion, lease.metadata?.resourceVersion, 'Lease untouched');
     });
   });
 

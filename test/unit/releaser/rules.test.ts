@@ -7,6 +7,7 @@ import {
   isConfigMapLock,
   isHolderFinished,
   isOwnLease,
+  leaseIdentityIsPodName,
   lockNameFromAnnotations,
   lockOwner,
   microTime,
@@ -274,5 +275,18 @@ describe('annotations and workloads', () => {
     assert.equal(sameWorkload(a, b), true);
     assert.equal(sameWorkload(a, c), false);
     assert.equal(sameWorkload({ metadata: {} } as Pod, { metadata: {} } as Pod), false);
+  });
+});
+
+describe('leaseIdentityIsPodName', () => {
+  it('is true for an ordinary pod, whose hostname is its name', () => {
+    assert.equal(leaseIdentityIsPodName({ metadata: { name: 'op-0' }, spec: { containers: [] } }), true);
+  });
+  it("is false with hostNetwork: the hostname is the node's, shared with other pods", () => {
+    assert.equal(leaseIdentityIsPodName({ metadata: { name: 'op-0' }, spec: { hostNetwork: true, containers: [] } }), false);
+  });
+  it('is false when spec.hostname replaces the name', () => {
+    assert.equal(leaseIdentityIsPodName({ metadata: { name: 'op-0' }, spec: { hostname: 'operator', containers: [] } }), false);
+    assert.equal(leaseIdentityIsPodName({ metadata: { name: 'op-0' }, spec: { hostname: 'op-0', containers: [] } }), true);
   });
 });
