@@ -243,7 +243,14 @@ async function record(namespace: string): Promise<Recording> {
 // ---------------------------------------------------------------------------
 // Deploying an operator from test/operators
 
-async function deployOperator(namespace: string, operator: string): Promise<void> {
+/**
+ * How the operator runs: its Deployment of two replicas, or the same pod
+ * template as two bare pods — nothing replaces a deleted pod, so the standby
+ * that was waiting is the only candidate.
+ */
+type Shape = 'deployment' | 'bare-pods';
+
+async function deployOperator(namespace: string, operator: string, shape: Shape): Promise<void> {
   for (const doc of loadAllYaml(readFileSync(join(operatorsDir, 'rbac.yaml'), 'utf8')) as { kind: string }[]) {
     switch (doc.kind) {
       case 'ServiceAccount':
@@ -263,8 +270,15 @@ async function deployOperator(namespace: string, operator: string): Promise<void
     }
   }
   const [deployment] = loadAllYaml(readFileSync(join(operatorsDir, 'manifests', `${operator}.yaml`), 'utf8')) as V1Deployment[];
-  assert.ok(deployment, `test/operators/manifests/${operator}.yaml holds a Deployment`);
-  await apps.createNamespacedDeployment({ namespace, body: deployment });
+  assert.ok(deployment?.spec?.template, `test/operators/manifests/${operator}.yaml holds a Deployment`);
+  if (shape === 'deployment') {
+    await apps.createNamespacedDeployment({ namespace, body: deployment });
+    return;
+  }
+  for (const suffix of ['a', 'b']) {
+    const { metadata, spec } = deployment.spec.template;
+    await core.createNamespacedPod({ namespace, body: { metadata: { ...metadata, name: `${operator}-${suffix}` }, spec } });
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -423,140 +437,167 @@ function assertBefore(first: { label: string; at: number | bigint | undefined },
  * A namespace of its own (restricted Pod Security: the manifests must pass it
  * as they are), recorded from before the operator's first object exists.
  */
-async function setUp(t: TestContext, operator: string): Promise<{ namespace: string; recording: Recording }> {
+async function setUp(t: TestContext, operator: string, shape: Shape): Promise<{ namespace: string; recording: Recording }> {
   const namespace = await createTestNamespace(operator.replace(/-operator$/, '-baseline'), { 'pod-security.kubernetes.io/enforce': 'restricted' });
   const recording = await record(namespace.name);
   t.after(async () => {
     await recording.stop();
     await namespace.cleanup();
   });
-  await deployOperator(namespace.name, operator);
+  await deployOperator(namespace.name, operator, shape);
   return { namespace: namespace.name, recording };
 }
 
+/**
+ * operator-lib's standby retries Create after 1, 2, 4, 8 s, then every 16 s
+ * (+ up to 20 % jitter): after 1 + 2 + 4 + 8 + 16 s of waiting it sleeps in
+ * 16 s steps, the state every standby of a long-lived leader is in.
+ */
+const backedOffMs = 32_000;
+
+/**
+ * The leader-for-life scenario: one leader, its pod deleted, a new leader
+ * through the GC path. With `shape: 'bare-pods'` the standby waits until its
+ * backoff has reached the cap before the delete, and must be the new leader.
+ */
+async function lflFailover(t: TestContext, shape: Shape): Promise<void> {
+  const lock = 'lfl-operator-lock';
+  const heartbeatName = `${lock}-heartbeat`;
+  const { namespace, recording } = await setUp(t, 'lfl-operator', shape);
+
+  const { leader, standby } = await waitForSteadyLeader(recording, heartbeatName);
+  if (shape === 'bare-pods') {
+    const tried = logOf(recording, standby, 'trying');
+    assert.ok(tried, `standby ${standby} logged "trying"`);
+    const waitMs = tried.at + backedOffMs - Date.now();
+    if (waitMs > 0) await sleep(waitMs);
+  }
+  const leaderPod = recording.podNow.get(leader);
+  assert.ok(leaderPod?.metadata?.uid, `leader pod ${leader} was observed`);
+  const lockObject = await core.readNamespacedConfigMap({ name: lock, namespace });
+  assert.deepEqual(
+    lockObject.metadata?.ownerReferences?.map(({ apiVersion, kind, name, uid, controller }) => ({
+      apiVersion,
+      kind,
+      name,
+      uid,
+      controller: controller ?? false,
+    })),
+    [{ apiVersion: 'v1', kind: 'Pod', name: leader, uid: leaderPod.metadata.uid, controller: false }],
+    'the lock has exactly one ownerReference, the leader pod, without the controller flag',
+  );
+
+  const deleteIssued = Date.now();
+  await core.deleteNamespacedPod({ name: leader, namespace });
+
+  const newLock = await waitForRecorded(
+    recording,
+    'a new lock ConfigMap owned by another pod',
+    async () =>
+      recording.configMaps.find(
+        (event) => event.type === 'ADDED' && event.object.metadata?.name === lock && event.object.metadata.ownerReferences?.[0]?.name !== leader,
+      ),
+    failoverTimeoutMs,
+  );
+  const newLeader = newLock.object.metadata?.ownerReferences?.[0]?.name ?? '';
+  await waitForRecorded(
+    recording,
+    'the new leader to log "became leader" and write a heartbeat',
+    async () => logOf(recording, newLeader, 'became leader') && heartbeats(recording, heartbeatName).some((beat) => beat.holder === newLeader),
+    failoverTimeoutMs,
+  );
+  await waitForRecorded(
+    recording,
+    'the old leader pod to be gone',
+    async () => recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === leader),
+    failoverTimeoutMs,
+  );
+  await sleep(1000); // more heartbeats of the new leader, under observation
+  await recording.stop();
+  assert.deepEqual(recording.errors, []);
+
+  const exited = recording.pods.find((event) => event.object.metadata?.name === leader && operatorStatus(event.object)?.state?.terminated);
+  const podGone = recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === leader);
+  const lockGone = recording.configMaps.find((event) => event.type === 'DELETED' && event.object.metadata?.name === lock);
+  const stopping = logOf(recording, leader, 'stopping');
+  const stopped = logOf(recording, leader, 'stopped');
+  const beats = heartbeats(recording, heartbeatName);
+  const lastOld = beats.filter((beat) => beat.holder === leader).at(-1);
+  const firstNew = beats.find((beat) => beat.holder === newLeader);
+  const became = logOf(recording, newLeader, 'became leader');
+  const newLeaderPod = recording.podNow.get(newLeader);
+
+  printTimeline(
+    t,
+    shape === 'deployment' ? 'lfl-operator' : 'lfl-operator (bare pods, standby backed off)',
+    [
+      ...mark('delete issued', deleteIssued),
+      ...mark('old leader logged "stopping" (SIGTERM)', stopping?.at),
+      ...mark('old leader wrote its last heartbeat', lastOld?.at),
+      ...mark('old leader logged "stopped"', stopped?.at),
+      ...mark('old container seen exited (watch)', exited?.at),
+      ...mark('old pod object gone (watch)', podGone?.at),
+      ...mark('lock ConfigMap gone (watch)', lockGone?.at),
+      ...mark(`new lock created by ${newLeader} (watch)`, newLock.at),
+      ...mark('new leader logged "became leader"', became?.at),
+      ...mark('new leader wrote its first heartbeat', firstNew?.at),
+      ...recording.logs
+        // operator-lib's own lines between the delete and the win: its backoff, retry by retry.
+        .filter(
+          (line) =>
+            line.pod === newLeader &&
+            line.at > deleteIssued &&
+            line.at < (became?.at ?? Number.POSITIVE_INFINITY) &&
+            String(line.fields.logger).endsWith('/leader') &&
+            line.fields.error === undefined,
+        )
+        .map((line) => ({ label: `  new leader, operator-lib: ${JSON.stringify(line.msg)}`, at: line.at })),
+    ],
+    deleteIssued,
+  );
+  t.diagnostic(
+    `new leader ${newLeader} is ${loggedBy(recording, 'trying').some((line) => line.pod === newLeader && line.at < deleteIssued) ? 'the standby that was waiting' : 'the replacement pod the Deployment created'}`,
+  );
+
+  // The GC path, in order: the container stops, the pod object goes, then
+  // (only then) the lock, then a standby creates the next one.
+  assertBefore({ label: 'delete issued', at: deleteIssued }, { label: '"stopping"', at: stopping?.at });
+  assertBefore({ label: '"stopping"', at: stopping?.at }, { label: '"stopped"', at: stopped?.at });
+  assertBefore({ label: 'last heartbeat of the old leader', at: lastOld?.at }, { label: '"stopped"', at: stopped?.at });
+  assertBefore({ label: 'container exited', at: exited?.rv }, { label: 'pod object gone', at: podGone?.rv });
+  assertBefore({ label: 'pod object gone', at: podGone?.rv }, { label: 'lock ConfigMap gone', at: lockGone?.rv });
+  assertBefore({ label: 'lock ConfigMap gone', at: lockGone?.rv }, { label: 'new lock created', at: newLock.rv });
+  assertBefore({ label: '"stopped" of the old leader', at: stopped?.at }, { label: '"became leader" of the new leader', at: became?.at });
+  assert.notEqual(newLeader, leader);
+  assert.equal(newLock.object.metadata?.ownerReferences?.length, 1);
+  assert.equal(newLock.object.metadata?.ownerReferences?.[0]?.uid, newLeaderPod?.metadata?.uid, 'the new lock is owned by the new leader pod (UID)');
+  assert.deepEqual(
+    [...new Set(loggedBy(recording, 'became leader').map((line) => line.pod))],
+    [leader, newLeader],
+    'two pods ever logged "became leader": the old leader, then the new one',
+  );
+  assertOneLeaderAtEveryHeartbeat(
+    beats,
+    recording.configMaps.filter((event) => event.object.metadata?.name === lock),
+    (cm) => cm?.metadata?.ownerReferences?.[0]?.name,
+    [leader, newLeader],
+  );
+  if (shape === 'bare-pods') assert.equal(newLeader, standby, 'with no replacement pod, the standby that was waiting leads');
+}
+
 describe('baseline failover without leaderhook', () => {
-  test('lfl-operator (operator-lib leader-for-life): one leader, then the standby leads through the GC path', async (t) => {
-    const lock = 'lfl-operator-lock';
-    const heartbeatName = `${lock}-heartbeat`;
-    const { namespace, recording } = await setUp(t, 'lfl-operator');
+  test('lfl-operator (operator-lib leader-for-life), Deployment: one leader, then another pod leads through the GC path', async (t) => {
+    await lflFailover(t, 'deployment');
+  });
 
-    const { leader } = await waitForSteadyLeader(recording, heartbeatName);
-    const leaderPod = recording.podNow.get(leader);
-    assert.ok(leaderPod?.metadata?.uid, `leader pod ${leader} was observed`);
-    const lockObject = await core.readNamespacedConfigMap({ name: lock, namespace });
-    assert.deepEqual(
-      lockObject.metadata?.ownerReferences?.map(({ apiVersion, kind, name, uid, controller }) => ({
-        apiVersion,
-        kind,
-        name,
-        uid,
-        controller: controller ?? false,
-      })),
-      [{ apiVersion: 'v1', kind: 'Pod', name: leader, uid: leaderPod.metadata.uid, controller: false }],
-      'the lock has exactly one ownerReference, the leader pod, without the controller flag',
-    );
-
-    const deleteIssued = Date.now();
-    await core.deleteNamespacedPod({ name: leader, namespace });
-
-    const newLock = await waitForRecorded(
-      recording,
-      'a new lock ConfigMap owned by another pod',
-      async () =>
-        recording.configMaps.find(
-          (event) => event.type === 'ADDED' && event.object.metadata?.name === lock && event.object.metadata.ownerReferences?.[0]?.name !== leader,
-        ),
-      failoverTimeoutMs,
-    );
-    const newLeader = newLock.object.metadata?.ownerReferences?.[0]?.name ?? '';
-    await waitForRecorded(
-      recording,
-      'the new leader to log "became leader" and write a heartbeat',
-      async () => logOf(recording, newLeader, 'became leader') && heartbeats(recording, heartbeatName).some((beat) => beat.holder === newLeader),
-      failoverTimeoutMs,
-    );
-    await waitForRecorded(
-      recording,
-      'the old leader pod to be gone',
-      async () => recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === leader),
-      failoverTimeoutMs,
-    );
-    await sleep(1000); // more heartbeats of the new leader, under observation
-    await recording.stop();
-    assert.deepEqual(recording.errors, []);
-
-    const exited = recording.pods.find((event) => event.object.metadata?.name === leader && operatorStatus(event.object)?.state?.terminated);
-    const podGone = recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === leader);
-    const lockGone = recording.configMaps.find((event) => event.type === 'DELETED' && event.object.metadata?.name === lock);
-    const stopping = logOf(recording, leader, 'stopping');
-    const stopped = logOf(recording, leader, 'stopped');
-    const beats = heartbeats(recording, heartbeatName);
-    const lastOld = beats.filter((beat) => beat.holder === leader).at(-1);
-    const firstNew = beats.find((beat) => beat.holder === newLeader);
-    const became = logOf(recording, newLeader, 'became leader');
-    const newLeaderPod = recording.podNow.get(newLeader);
-
-    printTimeline(
-      t,
-      'lfl-operator',
-      [
-        ...mark('delete issued', deleteIssued),
-        ...mark('old leader logged "stopping" (SIGTERM)', stopping?.at),
-        ...mark('old leader wrote its last heartbeat', lastOld?.at),
-        ...mark('old leader logged "stopped"', stopped?.at),
-        ...mark('old container seen exited (watch)', exited?.at),
-        ...mark('old pod object gone (watch)', podGone?.at),
-        ...mark('lock ConfigMap gone (watch)', lockGone?.at),
-        ...mark(`new lock created by ${newLeader} (watch)`, newLock.at),
-        ...mark('new leader logged "became leader"', became?.at),
-        ...mark('new leader wrote its first heartbeat', firstNew?.at),
-        ...recording.logs
-          // operator-lib's own lines between the delete and the win: its backoff, retry by retry.
-          .filter(
-            (line) =>
-              line.pod === newLeader &&
-              line.at > deleteIssued &&
-              line.at < (became?.at ?? Number.POSITIVE_INFINITY) &&
-              String(line.fields.logger).endsWith('/leader') &&
-              line.fields.error === undefined,
-          )
-          .map((line) => ({ label: `  new leader, operator-lib: ${JSON.stringify(line.msg)}`, at: line.at })),
-      ],
-      deleteIssued,
-    );
-    t.diagnostic(
-      `new leader ${newLeader} is ${loggedBy(recording, 'trying').some((line) => line.pod === newLeader && line.at < deleteIssued) ? 'the standby that was waiting' : 'the replacement pod the Deployment created'}`,
-    );
-
-    // The GC path, in order: the container stops, the pod object goes, then
-    // (only then) the lock, then a standby creates the next one.
-    assertBefore({ label: 'delete issued', at: deleteIssued }, { label: '"stopping"', at: stopping?.at });
-    assertBefore({ label: '"stopping"', at: stopping?.at }, { label: '"stopped"', at: stopped?.at });
-    assertBefore({ label: 'last heartbeat of the old leader', at: lastOld?.at }, { label: '"stopped"', at: stopped?.at });
-    assertBefore({ label: 'container exited', at: exited?.rv }, { label: 'pod object gone', at: podGone?.rv });
-    assertBefore({ label: 'pod object gone', at: podGone?.rv }, { label: 'lock ConfigMap gone', at: lockGone?.rv });
-    assertBefore({ label: 'lock ConfigMap gone', at: lockGone?.rv }, { label: 'new lock created', at: newLock.rv });
-    assertBefore({ label: '"stopped" of the old leader', at: stopped?.at }, { label: '"became leader" of the new leader', at: became?.at });
-    assert.notEqual(newLeader, leader);
-    assert.equal(newLock.object.metadata?.ownerReferences?.length, 1);
-    assert.equal(newLock.object.metadata?.ownerReferences?.[0]?.uid, newLeaderPod?.metadata?.uid, 'the new lock is owned by the new leader pod (UID)');
-    assert.deepEqual(
-      [...new Set(loggedBy(recording, 'became leader').map((line) => line.pod))],
-      [leader, newLeader],
-      'two pods ever logged "became leader": the old leader, then the new one',
-    );
-    assertOneLeaderAtEveryHeartbeat(
-      beats,
-      recording.configMaps.filter((event) => event.object.metadata?.name === lock),
-      (cm) => cm?.metadata?.ownerReferences?.[0]?.name,
-      [leader, newLeader],
-    );
+  test('lfl-operator (operator-lib leader-for-life), two bare pods: the standby, backed off to 16 s, leads through the GC path', async (t) => {
+    await lflFailover(t, 'bare-pods');
   });
 
   test('lease-operator (controller-runtime Lease): one leader, then another pod leads once the lease has expired', async (t) => {
     const lock = 'lease-operator-lock';
     const heartbeatName = `${lock}-heartbeat`;
-    const { namespace, recording } = await setUp(t, 'lease-operator');
+    const { namespace, recording } = await setUp(t, 'lease-operator', 'deployment');
 
     const { leader } = await waitForSteadyLeader(recording, heartbeatName);
     const lease = await waitForRecorded(
