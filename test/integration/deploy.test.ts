@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { certManagerCrdDir } from '../support/cert-manager.ts';
 import { apiStatus, core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
-import { kubectl } from '../support/leaderhook.ts';
+import { deleteNamespaceAndWait, kubectl } from '../support/leaderhook.ts';
 
 describe('deploy/ on a real API server', () => {
   before(async () => {
@@ -19,14 +19,11 @@ describe('deploy/ on a real API server', () => {
     }
     kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/certificates.cert-manager.io', 'crd/issuers.cert-manager.io']);
     // Namespaced objects cannot be dry-run into a namespace that does not exist.
-    try {
-      await core.createNamespace({ body: { metadata: { name: 'leaderhook-system' } } });
-    } catch (error) {
-      if (apiStatus(error) !== 409) throw error;
-    }
+    await deleteNamespaceAndWait('leaderhook-system');
+    await core.createNamespace({ body: { metadata: { name: 'leaderhook-system' } } });
   });
   after(async () => {
-    await core.deleteNamespace({ name: 'leaderhook-system' }).catch(() => {});
+    await deleteNamespaceAndWait('leaderhook-system');
   });
 
   test('the kustomization renders the objects DESIGN §5 asks for', () => {

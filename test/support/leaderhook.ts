@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { V1Deployment, V1RoleBinding } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { createCertificateAuthority, issueServingCertificate, WEBHOOK_SERVICE_NAMES } from '../../src/webhook/devcerts.ts';
-import { admissionRegistration, apiStatus, apps, kubeconfigPath, rbac, waitFor } from './kube.ts';
+import { admissionRegistration, apiStatus, apps, core, createTestNamespace, kubeconfigPath, rbac, waitFor } from './kube.ts';
 
 const repo = path.join(import.meta.dirname, '../..');
 export const leaderhookImage = process.env.LEADERHOOK_TEST_IMAGE ?? 'leaderhook.test/leaderhook:dev';
@@ -35,8 +35,54 @@ function setEnv(deployment: V1Deployment, values: Record<string, string>): void 
   container.env = [...env, ...Object.entries(values).map(([name, value]) => ({ name, value }))];
 }
 
-/** Applies deploy/ and waits until the webhook serves; returns an uninstall. */
+/** Deletes a namespace (if present) and waits until it is gone, so it can be created afresh. */
+export async function deleteNamespaceAndWait(name: string): Promise<void> {
+  await core.deleteNamespace({ name }).catch((error) => {
+    if (apiStatus(error) !== 404) throw error;
+  });
+  await waitFor(
+    `namespace ${name} to be gone`,
+    async () =>
+      core.readNamespace({ name }).then(
+        () => false,
+        (error) => apiStatus(error) === 404,
+      ),
+    120_000,
+    500,
+  );
+}
+
+/**
+ * Proves the whole admission path works — API server, Service, kube-proxy,
+ * webhook pod, certificate — by a dry-run pod create in an opted-in namespace
+ * that must come back injected.
+ */
+async function waitUntilInjecting(): Promise<void> {
+  const probe = await createTestNamespace('webhook-probe', INJECTION_LABEL);
+  try {
+    await waitFor(
+      'the webhook to inject a dry-run pod',
+      async () => {
+        const pod = await core.createNamespacedPod({
+          namespace: probe.name,
+          dryRun: 'All',
+          body: { metadata: { name: 'probe' }, spec: { containers: [{ name: 'c', image: leaderhookImage }] } },
+        });
+        return pod.metadata?.annotations?.['leaderhook.io/injected'] !== undefined;
+      },
+      60_000,
+      500,
+    );
+  } finally {
+    await probe.cleanup();
+  }
+}
+
+/** Applies deploy/ and waits until the webhook injects pods; returns an uninstall. */
 export async function installLeaderhook(): Promise<() => Promise<void>> {
+  // A namespace left Terminating by an earlier run would refuse new objects.
+  await admissionRegistration.deleteMutatingWebhookConfiguration({ name: 'leaderhook' }).catch(() => {});
+  await deleteNamespaceAndWait(NAMESPACE);
   const ca = await createCertificateAuthority('leaderhook e2e CA');
   const serving = await issueServingCertificate(ca, WEBHOOK_SERVICE_NAMES);
   const objects = parseAllDocuments(kubectl(['kustomize', 'deploy']))
@@ -81,12 +127,13 @@ export async function installLeaderhook(): Promise<() => Promise<void>> {
     120_000,
   );
   kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(objects.find((o) => o.kind === 'MutatingWebhookConfiguration')));
+  await waitUntilInjecting();
 
   return async () => {
     await admissionRegistration.deleteMutatingWebhookConfiguration({ name: 'leaderhook' }).catch((error) => {
       if (apiStatus(error) !== 404) throw error;
     });
-    kubectl(['delete', 'namespace', NAMESPACE, '--ignore-not-found', '--wait=false']);
+    await deleteNamespaceAndWait(NAMESPACE);
   };
 }
 
