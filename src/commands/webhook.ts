@@ -7,8 +7,13 @@ import { startWebhookServer } from '../webhook/server.ts';
 
 const PULL_POLICIES = ['Always', 'IfNotPresent', 'Never'] as const;
 const QUANTITY = /^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
-/** SIGTERM: stop accepting, let in-flight reviews finish, and be gone well within the pod's grace period. */
-const SHUTDOWN_TIMEOUT_MS = 8_000;
+/**
+ * SIGTERM: fail /readyz for 2 s (endpoints catch up), stop accepting, give
+ * in-flight reviews 6.5 s, and exit 0 within 10 s whatever happens.
+ */
+const SHUTDOWN_READINESS_DELAY_MS = 2_000;
+const SHUTDOWN_IN_FLIGHT_MS = 6_500;
+const SHUTDOWN_TIMEOUT_MS = 9_500;
 
 function hookResources(values: FlagValues): V1ResourceRequirements {
   const pick = (flag: string): string | undefined => {
@@ -75,6 +80,10 @@ export async function runWebhookCommand(values: FlagValues): Promise<void> {
     certFile: dev ? `${certsDir}/tls.crt` : (values['tls-cert-file'] as string),
     keyFile: dev ? `${certsDir}/tls.key` : (values['tls-key-file'] as string),
     bodyLimitBytes: values['body-limit'] as number,
+    // In a cluster, /readyz fails first so endpoints stop sending reviews here
+    // before the listener closes; the remaining budget finishes in-flight ones.
+    shutdownDelayMs: dev ? 0 : SHUTDOWN_READINESS_DELAY_MS,
+    shutdownTimeoutMs: SHUTDOWN_IN_FLIGHT_MS,
     injection,
     logger,
   });
