@@ -9,8 +9,8 @@ import { type Agent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import type { InjectionSettings } from '../../../src/injector/types.ts';
 import type { Logger } from '../../../src/log.ts';
+import { goldenSettings } from '../../support/injection-settings.ts';
 import { type RunningWebhook, startWebhookServer, type WebhookServerOptions } from '../../../src/webhook/server.ts';
 
 export const testdata = new URL('../../testdata/admission/', import.meta.url);
@@ -19,14 +19,8 @@ export function readTestdata(name: string): Promise<string> {
   return readFile(new URL(name, testdata), 'utf8');
 }
 
-export const settings: InjectionSettings = {
-  image: 'ghcr.io/leaderhook/leaderhook:test',
-  imagePullPolicy: 'IfNotPresent',
-  version: '0.0.0-test',
-  gracePeriodFloorSeconds: 10,
-  resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '64Mi' } },
-  observe: false,
-};
+/** The injection settings of the golden files: the webhook tests inject exactly as they do. */
+export const settings = goldenSettings;
 
 export interface LogLine {
   level: string;
