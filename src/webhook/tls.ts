@@ -102,7 +102,9 @@ export function parseCertificatePair(cert: Buffer, key: Buffer, certFile: string
 }
 
 export async function loadCertificatePair(certFile: string, keyFile: string): Promise<CertificatePair> {
-  const [cert, key] = await Promise.all([readPem(certFile, 'serving certificate'), readPem(keyFile, 'private key')]);
+  // One after the other, so a pair missing both files always names the certificate first.
+  const cert = await readPem(certFile, 'serving certificate');
+  const key = await readPem(keyFile, 'private key');
   return parseCertificatePair(cert, key, certFile, keyFile);
 }
 
