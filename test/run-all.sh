@@ -49,8 +49,9 @@ step "unit, golden and HTTP tests"
 run_tests unit -- 'test/unit/**/*.test.ts'
 step_done
 
-step "Go tests of the image tooling"
+step "Go tests of the test tooling (images, operators)"
 (cd test/images && go test ./...) || status=1
+(cd test/operators && go test ./...) || status=1
 step_done
 
 if [[ "${LEADERHOOK_SKIP_CLUSTER:-}" != 1 ]]; then
