@@ -147,8 +147,12 @@ function addReleaseHook(pod: Pod, settings: InjectionSettings, warnings: string[
   // this webhook and mounted nothing into the hook, and with
   // automountServiceAccountToken: false it mounted nothing at all. Only the
   // hook mounts this volume; the operator's containers are left as they were.
-  const volumes = (pod.spec.volumes ?? []).filter((v) => v.name !== HOOK_TOKEN_VOLUME_NAME);
-  pod.spec.volumes = [...volumes, tokenVolume()];
+  // Volumes are unordered: an existing one is renewed where it stands.
+  const volumes = pod.spec.volumes ?? [];
+  const existing = volumes.findIndex((v) => v.name === HOOK_TOKEN_VOLUME_NAME);
+  if (existing >= 0) volumes[existing] = tokenVolume();
+  else volumes.push(tokenVolume());
+  pod.spec.volumes = volumes;
 }
 
 function renderHook(pod: Pod, settings: InjectionSettings, warnings: string[]): V1Container {

@@ -10,6 +10,8 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { parse } from 'yaml';
+import { injectPod } from '../../src/injector/index.ts';
+import { settingsFor } from '../support/injection-settings.ts';
 import { apiStatus, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
 
 const dir = path.join(import.meta.dirname, '../testdata/inject');
@@ -53,6 +55,10 @@ describe('injected golden pods pass server-side dry-run', () => {
         if (pod.spec?.initContainers?.some((c) => c.name === 'leaderhook-release')) {
           assert.equal(hook?.restartPolicy, 'Always', 'the hook is a native sidecar');
           assert.equal(created.spec?.initContainers?.at(-1)?.name, 'leaderhook-release', 'the hook is the last init container');
+          // What a reinvocation sees: the pod after the API server's defaulting
+          // and built-in admission. Injecting it again must change nothing.
+          const again = injectPod(JSON.parse(JSON.stringify(created)), settingsFor(name));
+          assert.deepEqual(again.patch, [], `reinvocation after defaulting would patch: ${JSON.stringify(again.patch)}`);
         }
       } catch (error) {
         assert.fail(`API server refused ${name} in ${namespace} (status ${apiStatus(error)}): ${errorBody(error)}`);

@@ -1,3 +1,6 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
 import type { InjectionSettings } from '../../src/injector/index.ts';
 
 /** Settings the golden files were written with: the webhook's defaults, a fixed image and version. */
@@ -9,3 +12,11 @@ export const goldenSettings: InjectionSettings = {
   resources: { requests: { cpu: '10m', memory: '48Mi' }, limits: { memory: '96Mi' } },
   observe: false,
 };
+
+const goldenDir = path.join(import.meta.dirname, '../testdata/inject');
+
+/** The settings golden case `name` was written with: goldenSettings, overridden by NAME.settings.yaml if present. */
+export function settingsFor(name: string): InjectionSettings {
+  const file = path.join(goldenDir, `${name}.settings.yaml`);
+  return existsSync(file) ? { ...goldenSettings, ...parse(readFileSync(file, 'utf8')) } : goldenSettings;
+}

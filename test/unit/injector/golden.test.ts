@@ -13,7 +13,7 @@ import { describe, test } from 'node:test';
 import fastJsonPatch from 'fast-json-patch';
 import { parse, stringify } from 'yaml';
 import { injectPod } from '../../../src/injector/index.ts';
-import { goldenSettings } from '../../support/injection-settings.ts';
+import { settingsFor } from '../../support/injection-settings.ts';
 
 const dir = path.join(import.meta.dirname, '../../testdata/inject');
 const refresh = process.env.REFRESH_GOLDEN === '1';
@@ -21,11 +21,6 @@ const cases = readdirSync(dir)
   .filter((f) => f.endsWith('.yaml') && !f.endsWith('.settings.yaml'))
   .map((f) => f.slice(0, -'.yaml'.length))
   .sort();
-
-function settingsFor(name: string) {
-  const file = path.join(dir, `${name}.settings.yaml`);
-  return existsSync(file) ? { ...goldenSettings, ...parse(readFileSync(file, 'utf8')) } : goldenSettings;
-}
 
 describe('injector golden files', () => {
   test('there are cases', () => assert.ok(cases.length >= 15, `only ${cases.length} cases in ${dir}`));
