@@ -7,13 +7,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
-	"github.com/go-logr/logr"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -21,37 +16,11 @@ import (
 )
 
 func main() {
-	log := opshell.NewLogger().WithName("lease-operator")
-	logf.SetLogger(log)
-	// client-go (leader election among others) logs through klog: same stream, same format.
-	klog.SetLogger(log)
-	if err := run(log); err != nil {
-		log.Error(err, "exiting")
-		os.Exit(1)
-	}
+	opshell.Main("lease-operator", "lease-operator-lock", run)
 }
 
-func run(log logr.Logger) error {
-	opts, err := opshell.ParseFlags("lease-operator", "lease-operator-lock", os.Args[1:])
-	if err != nil {
-		return err
-	}
-	pod, err := opshell.PodName()
-	if err != nil {
-		return err
-	}
-	ns, err := opshell.Namespace()
-	if err != nil {
-		return err
-	}
-	opshell.ScheduleCrash(log, opts)
-	ctx := opshell.StopContext(log, opts)
-
-	cfg, err := config.GetConfig()
-	if err != nil {
-		return fmt.Errorf("loading cluster configuration: %w", err)
-	}
-	cfg.QPS, cfg.Burst = 50, 100
+func run(op *opshell.Operator) error {
+	log, opts, pod, ns, ctx, cfg := op.Log, op.Opts, op.Pod, op.Namespace, op.Ctx, op.Config
 	mgr, err := manager.New(cfg, manager.Options{
 		LeaderElection:   true,
 		LeaderElectionID: opts.LockName,

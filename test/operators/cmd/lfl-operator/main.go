@@ -6,51 +6,19 @@ package main
 
 import (
 	"fmt"
-	"os"
 
-	"github.com/go-logr/logr"
 	"github.com/operator-framework/operator-lib/leader"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"leaderhook.io/test/operators/internal/opshell"
 )
 
 func main() {
-	log := opshell.NewLogger().WithName("lfl-operator")
-	logf.SetLogger(log)
-	// client-go (leader election among others) logs through klog: same stream, same format.
-	klog.SetLogger(log)
-	if err := run(log); err != nil {
-		log.Error(err, "exiting")
-		os.Exit(1)
-	}
+	opshell.Main("lfl-operator", "lfl-operator-lock", run)
 }
 
-func run(log logr.Logger) error {
-	opts, err := opshell.ParseFlags("lfl-operator", "lfl-operator-lock", os.Args[1:])
-	if err != nil {
-		return err
-	}
-	pod, err := opshell.PodName()
-	if err != nil {
-		return err
-	}
-	ns, err := opshell.Namespace()
-	if err != nil {
-		return err
-	}
-	opshell.ScheduleCrash(log, opts)
-	ctx := opshell.StopContext(log, opts)
-
-	cfg, err := config.GetConfig()
-	if err != nil {
-		return fmt.Errorf("loading cluster configuration: %w", err)
-	}
-	// The heartbeat writes 10 times a second; client-go's default rate limit would stretch it.
-	cfg.QPS, cfg.Burst = 50, 100
+func run(op *opshell.Operator) error {
+	log, opts, pod, ns, ctx, cfg := op.Log, op.Opts, op.Pod, op.Namespace, op.Ctx, op.Config
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return fmt.Errorf("creating API client: %w", err)
