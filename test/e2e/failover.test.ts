@@ -1,0 +1,625 @@
+/**
+ * Failover WITH leaderhook, on the real cluster, against the baseline of
+ * test/e2e/baseline.test.ts.
+ *
+ * leaderhook is installed once from deploy/; each scenario gets a fresh
+ * namespace opted in (leaderhook.io/injection=enabled), the hook's Role bound
+ * to the operators' ServiceAccount, and the operator manifests of
+ * test/operators as they are — except that the leader-for-life operator's
+ * POD_NAME env is removed, since the webhook must add it.
+ *
+ * The three baseline scenarios (lfl-operator Deployment; lfl-operator as two
+ * bare pods with a backed-off standby; lease-operator Deployment) must show
+ * the lock released BY THE HOOK (rule R1, on its SIGTERM) and still exactly one
+ * leader at every heartbeat. Two more scenarios the baseline cannot survive
+ * run with and without leaderhook:
+ * - the leader pod stuck Terminating (a finalizer): without leaderhook the
+ *   lock stays as long as the pod object does; with it, R1 frees the lock and
+ *   the standby leads while the old pod is still Terminating;
+ * - the operator ignoring SIGTERM: it is killed at the deadline, the hook's
+ *   SIGTERM comes too late for R1, which must refuse: failover then takes
+ *   the same path as without leaderhook.
+ *
+ * Durations are printed (and appended as JSON lines to LEADERHOOK_FAILOVER_OUT
+ * when set), never asserted; docs/failover.md records them.
+ *
+ * Needs the leaderhook and operator images (scripts/build-local-image.sh,
+ * test/operators/build.sh). Run inside the cluster's network namespace:
+ *   test/cluster/in-netns.sh node_modules/.bin/node --test test/e2e/failover.test.ts
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, type TestContext, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { V1ConfigMap, V1Lease, V1Pod } from '@kubernetes/client-node';
+import {
+  assertBefore,
+  assertOneLeaderAtEveryHeartbeat,
+  backedOffMs,
+  containerStatus,
+  failoverTimeoutMs,
+  heartbeats,
+  hookSigtermLine,
+  type LogLine,
+  loggedBy,
+  logOf,
+  type Mark,
+  mark,
+  OPERATOR_CONTAINER,
+  type OperatorOptions,
+  operatorStatus,
+  printTimeline,
+  RELEASE_HOOK_CONTAINER,
+  type Recording,
+  releaseEvents,
+  type Scenario,
+  setUpOperator,
+  waitForRecorded,
+  waitForSteadyLeader,
+} from '../support/failover.ts';
+import { core } from '../support/kube.ts';
+import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl } from '../support/leaderhook.ts';
+
+const LFL_LOCK = 'lfl-operator-lock';
+const LEASE_LOCK = 'lease-operator-lock';
+/** Holds the leader pod's object in Terminating after its containers stopped. */
+const HOLD_FINALIZER = 'leaderhook.test/hold';
+/** How long the control waits to show that the lock of a pod stuck Terminating is never freed. */
+const stuckControlMs = 40_000;
+const out = process.env.LEADERHOOK_FAILOVER_OUT;
+
+/** A namespace opted in to leaderhook, the hook's Role bound to the operators' ServiceAccount. */
+function setUpWithHook(t: TestContext, operator: string, options: OperatorOptions): Promise<Scenario> {
+  return setUpOperator(t, {
+    prefix: operator.replace(/-operator$/, '-hook'),
+    operator,
+    options: { ...options, withoutPodNameEnv: true },
+    labels: INJECTION_LABEL,
+    containers: [OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER],
+    prepare: (namespace) => grantReleaseHook(namespace, 'test-operator'),
+  });
+}
+
+/** A namespace not opted in: the operator runs as in the baseline (its manifests carry POD_NAME). */
+function setUpWithoutHook(t: TestContext, operator: string, options: OperatorOptions): Promise<Scenario> {
+  return setUpOperator(t, { prefix: operator.replace(/-operator$/, '-control'), operator, options });
+}
+
+/** The first version seen of each pod of the recording. */
+function firstSeenPods(recording: Recording): V1Pod[] {
+  const pods = new Map<string, V1Pod>();
+  for (const event of recording.pods) {
+    const name = event.object.metadata?.name ?? '';
+    if (!pods.has(name)) pods.set(name, event.object);
+  }
+  return [...pods.values()];
+}
+
+/** Every pod came out of admission injected: annotation, POD_NAME by the downward API, the hook as the last init container, a native sidecar. */
+function assertInjected(recording: Recording): void {
+  const pods = firstSeenPods(recording);
+  assert.ok(pods.length >= 2, `pods were observed: ${pods.length}`);
+  for (const pod of pods) {
+    const name = pod.metadata?.name;
+    assert.ok(pod.metadata?.annotations?.['leaderhook.io/injected'], `pod ${name} carries leaderhook.io/injected`);
+    const hook = pod.spec?.initContainers?.at(-1);
+    assert.equal(hook?.name, RELEASE_HOOK_CONTAINER, `the last init container of ${name} is the release hook`);
+    assert.equal(hook?.restartPolicy, 'Always', `the release hook of ${name} is a native sidecar`);
+    const operator = pod.spec?.containers.find((c) => c.name === OPERATOR_CONTAINER);
+    assert.deepEqual(
+      operator?.env?.find((e) => e.name === 'POD_NAME')?.valueFrom?.fieldRef?.fieldPath,
+      'metadata.name',
+      `the webhook gave the operator container of ${name} POD_NAME from the downward API`,
+    );
+  }
+}
+
+function assertNotInjected(recording: Recording): void {
+  for (const pod of firstSeenPods(recording)) {
+    assert.equal(pod.metadata?.annotations?.['leaderhook.io/injected'], undefined, `pod ${pod.metadata?.name} of a namespace not opted in is not injected`);
+    assert.ok(!pod.spec?.initContainers?.some((c) => c.name === RELEASE_HOOK_CONTAINER));
+  }
+}
+
+function lockOwnerName(cm: V1ConfigMap | undefined): string | undefined {
+  return cm?.metadata?.ownerReferences?.[0]?.name;
+}
+
+/** The lease's holder as a pod name (controller-runtime's identity is hostname_uuid); undefined when leaderless. */
+function leaseHolder(lease: V1Lease | undefined): string | undefined {
+  return lease?.spec?.holderIdentity?.replace(/_[^_]*$/, '') || undefined;
+}
+
+async function assertLockOwnedBy(namespace: string, pod: V1Pod): Promise<void> {
+  const lock = await core.readNamespacedConfigMap({ name: LFL_LOCK, namespace });
+  assert.deepEqual(
+    lock.metadata?.ownerReferences?.map(({ apiVersion, kind, name, uid, controller }) => ({ apiVersion, kind, name, uid, controller: controller ?? false })),
+    [{ apiVersion: 'v1', kind: 'Pod', name: pod.metadata?.name, uid: pod.metadata?.uid, controller: false }],
+    'the lock has exactly one ownerReference, the leader pod, without the controller flag',
+  );
+}
+
+/** The new lock ConfigMap created by a pod other than `leader`, once it exists. */
+function waitForNewLock(recording: Recording, leader: string, timeoutMs = failoverTimeoutMs) {
+  return waitForRecorded(
+    recording,
+    'a new lock ConfigMap owned by another pod',
+    async () =>
+      recording.configMaps.find((event) => event.type === 'ADDED' && event.object.metadata?.name === LFL_LOCK && lockOwnerName(event.object) !== leader),
+    timeoutMs,
+  );
+}
+
+async function waitForNewLeaderRunning(recording: Recording, newLeader: string, heartbeatName: string): Promise<void> {
+  await waitForRecorded(
+    recording,
+    'the new leader to log "became leader" and write a heartbeat',
+    async () => logOf(recording, newLeader, 'became leader') && heartbeats(recording, heartbeatName).some((beat) => beat.holder === newLeader),
+    failoverTimeoutMs,
+  );
+}
+
+function waitForPodGone(recording: Recording, pod: string, timeoutMs = failoverTimeoutMs) {
+  return waitForRecorded(
+    recording,
+    `pod ${pod} to be gone`,
+    async () => recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === pod),
+    timeoutMs,
+  );
+}
+
+/** Marks the leader-for-life scenarios share: the old leader's stop, the hook's decision, the lock's way, the new leader. */
+function lflMarks(recording: Recording, leader: string, newLeader: string, deleteIssued: number): Mark[] {
+  const beats = heartbeats(recording, `${LFL_LOCK}-heartbeat`);
+  const exited = recording.pods.find((event) => event.object.metadata?.name === leader && operatorStatus(event.object)?.state?.terminated);
+  const hookExited = recording.pods.find(
+    (event) => event.object.metadata?.name === leader && containerStatus(event.object, RELEASE_HOOK_CONTAINER)?.state?.terminated,
+  );
+  const hookLine = hookSigtermLine(recording, leader);
+  const released = releaseEvents(recording, leader).at(0);
+  const newLock = recording.configMaps.find(
+    (event) => event.type === 'ADDED' && event.object.metadata?.name === LFL_LOCK && lockOwnerName(event.object) === newLeader,
+  );
+  const became = logOf(recording, newLeader, 'became leader');
+  return [
+    ...mark('delete issued', deleteIssued),
+    ...mark('old leader logged "stopping" (SIGTERM)', logOf(recording, leader, 'stopping')?.at),
+    ...mark('old leader logged "signal ignored" (SIGTERM)', logOf(recording, leader, 'signal ignored')?.at),
+    ...mark('old leader wrote its last heartbeat', beats.filter((beat) => beat.holder === leader).at(-1)?.at),
+    ...mark('old leader logged "stopped"', logOf(recording, leader, 'stopped')?.at),
+    ...mark(`old container seen exited (watch, exit code ${operatorStatus(exited?.object)?.state?.terminated?.exitCode})`, exited?.at),
+    ...hookMarks(hookLine),
+    ...mark(`LeaderLockReleased Event for the old pod (watch): ${released?.object.message ?? ''}`, released?.at),
+    ...mark('old hook container seen exited (watch)', hookExited?.at),
+    ...mark('lock ConfigMap gone (watch)', recording.configMaps.find((event) => event.type === 'DELETED' && event.object.metadata?.name === LFL_LOCK)?.at),
+    ...mark('old pod object gone (watch)', recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === leader)?.at),
+    ...mark(`new lock created by ${newLeader} (watch)`, newLock?.at),
+    ...mark('new leader logged "became leader"', became?.at),
+    ...mark('new leader wrote its first heartbeat', beats.find((beat) => beat.holder === newLeader)?.at),
+    ...recording.logs
+      // operator-lib's own lines up to the win, from 20 s before the delete: its backoff, retry by retry.
+      .filter(
+        (line) =>
+          line.pod === newLeader &&
+          line.container === OPERATOR_CONTAINER &&
+          line.at > deleteIssued - 20_000 &&
+          line.at < (became?.at ?? Number.POSITIVE_INFINITY) &&
+          String(line.fields.logger).endsWith('/leader') &&
+          line.fields.error === undefined,
+      )
+      .map((line) => ({ label: `  new leader, operator-lib: ${JSON.stringify(line.msg)}`, at: line.at })),
+  ];
+}
+
+function hookMarks(line: LogLine | undefined): Mark[] {
+  if (!line) return [];
+  const signalAt = typeof line.fields.signalAt === 'string' ? Date.parse(line.fields.signalAt) : undefined;
+  return [...mark('old pod\'s hook got SIGTERM (its "signalAt")', signalAt), ...mark(`old pod's hook logged ${JSON.stringify(line.msg)}`, line.at)];
+}
+
+/** When the old pod's hook got SIGTERM, by its own clock ("signalAt" of its decision line). */
+function signalTime(recording: Recording, pod: string): number | undefined {
+  const signalAt = hookSigtermLine(recording, pod)?.fields.signalAt;
+  return typeof signalAt === 'string' ? Date.parse(signalAt) : undefined;
+}
+
+function whoLed(recording: Recording, newLeader: string, deleteIssued: number): string {
+  return loggedBy(recording, 'trying').some((line) => line.pod === newLeader && line.at < deleteIssued)
+    ? 'the standby that was waiting'
+    : 'the replacement pod the Deployment created';
+}
+
+/** The lock's way after the delete: released by a hook (which rule), or by the garbage collector after the owner pod was gone. */
+function lockPath(recording: Recording, leader: string): string {
+  const lockGone = recording.configMaps.find((event) => event.type === 'DELETED' && event.object.metadata?.name === LFL_LOCK);
+  const podGone = recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === leader);
+  const released = releaseEvents(recording, leader);
+  if (released.length > 0) return `released by a release hook: ${released.map((event) => event.object.message).join('; ')}`;
+  if (lockGone && podGone && podGone.rv < lockGone.rv) return 'deleted after the old pod object was gone: the garbage collector';
+  return 'unknown';
+}
+
+// ---------------------------------------------------------------------------
+
+/** The baseline's leader-for-life scenario with leaderhook: the old leader's hook frees the lock (R1) before its pod object is gone. */
+async function lflFailoverWithHook(t: TestContext, shape: OperatorOptions['shape']): Promise<void> {
+  const heartbeatName = `${LFL_LOCK}-heartbeat`;
+  const { namespace, recording } = await setUpWithHook(t, 'lfl-operator', { shape });
+  const { leader, standby } = await waitForSteadyLeader(recording, heartbeatName);
+  if (shape === 'bare-pods') {
+    const tried = logOf(recording, standby, 'trying');
+    assert.ok(tried, `standby ${standby} logged "trying"`);
+    // As in the baseline: the delete lands anywhere in the standby's 16 s retry cycle.
+    const waitMs = tried.at + backedOffMs + Math.random() * 16_000 - Date.now();
+    if (waitMs > 0) await sleep(waitMs);
+  }
+  const leaderPod = recording.podNow.get(leader);
+  assert.ok(leaderPod?.metadata?.uid, `leader pod ${leader} was observed`);
+  await assertLockOwnedBy(namespace, leaderPod);
+
+  const deleteIssued = Date.now();
+  await core.deleteNamespacedPod({ name: leader, namespace });
+  const newLock = await waitForNewLock(recording, leader);
+  const newLeader = lockOwnerName(newLock.object) ?? '';
+  await waitForNewLeaderRunning(recording, newLeader, heartbeatName);
+  await waitForPodGone(recording, leader);
+  await waitForRecorded(recording, 'the R1 LeaderLockReleased Event of the old pod', async () => releaseEvents(recording, leader, 'R1').length > 0, 10_000);
+  await sleep(1000); // more heartbeats of the new leader, under observation
+  await recording.stop();
+  assert.deepEqual(recording.errors, []);
+
+  printTimeline(
+    t,
+    shape === 'deployment' ? 'lfl-operator with leaderhook' : 'lfl-operator with leaderhook (bare pods, standby backed off)',
+    lflMarks(recording, leader, newLeader, deleteIssued),
+    deleteIssued,
+    out,
+  );
+  t.diagnostic(`new leader ${newLeader} is ${whoLed(recording, newLeader, deleteIssued)}; lock ${lockPath(recording, leader)}`);
+
+  assertInjected(recording);
+  const podGone = recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === leader);
+  const lockGone = recording.configMaps.find((event) => event.type === 'DELETED' && event.object.metadata?.name === LFL_LOCK);
+  const stopped = logOf(recording, leader, 'stopped');
+  const became = logOf(recording, newLeader, 'became leader');
+  const r1 = releaseEvents(recording, leader, 'R1');
+  assert.equal(
+    r1.length,
+    1,
+    `one R1 LeaderLockReleased Event for ${leader}: ${JSON.stringify(recording.events.map((e) => [e.object.reason, e.object.message]))}`,
+  );
+  assert.match(r1[0]?.object.message ?? '', new RegExp(`ConfigMap/${LFL_LOCK}`));
+  // The hook's release, not the GC's: the lock goes while the old pod object still exists.
+  assertBefore({ label: '"stopped" of the old leader', at: stopped?.at }, { label: 'lock ConfigMap gone', at: lockGone?.at });
+  // The kubelet reports the exit in a status update after the fact (often after the release): the
+  // operator's own "stopped" and the hook's signal time order the two.
+  assertBefore({ label: '"stopped" of the old leader', at: stopped?.at }, { label: "the hook's SIGTERM", at: signalTime(recording, leader) });
+  assert.ok(lockGone && podGone && lockGone.rv < podGone.rv, `the lock (rv ${lockGone?.rv}) is gone before the old pod object (rv ${podGone?.rv})`);
+  assertBefore({ label: 'lock ConfigMap gone', at: lockGone?.rv }, { label: 'new lock created', at: newLock.rv });
+  assertBefore({ label: '"stopped" of the old leader', at: stopped?.at }, { label: '"became leader" of the new leader', at: became?.at });
+  assert.notEqual(newLeader, leader);
+  assert.equal(newLock.object.metadata?.ownerReferences?.length, 1);
+  assert.equal(
+    newLock.object.metadata?.ownerReferences?.[0]?.uid,
+    recording.podNow.get(newLeader)?.metadata?.uid,
+    'the new lock is owned by the new leader pod (UID)',
+  );
+  assert.deepEqual([...new Set(loggedBy(recording, 'became leader').map((line) => line.pod))], [leader, newLeader]);
+  assertOneLeaderAtEveryHeartbeat(
+    heartbeats(recording, heartbeatName),
+    recording.configMaps.filter((event) => event.object.metadata?.name === LFL_LOCK),
+    lockOwnerName,
+    [leader, newLeader],
+  );
+  if (shape === 'bare-pods') assert.equal(newLeader, standby, 'with no replacement pod, the standby that was waiting leads');
+}
+
+/** Adds or removes the finalizer that keeps a pod object Terminating. */
+function holdPod(namespace: string, pod: string, hold: boolean): void {
+  kubectl(['-n', namespace, 'patch', 'pod', pod, '--type=merge', '-p', JSON.stringify({ metadata: { finalizers: hold ? [HOLD_FINALIZER] : null } })]);
+}
+
+function releaseHold(namespace: string, pod: string): void {
+  try {
+    holdPod(namespace, pod, false);
+  } catch (error) {
+    if (!/NotFound|not found/.test((error as Error).message)) throw error;
+  }
+}
+
+/**
+ * The leader pod stays Terminating (a finalizer) after its containers have
+ * stopped. Without leaderhook the lock stays: GC waits for the pod object.
+ * With it, the hook's R1 frees the lock and the standby leads while the old
+ * pod object still exists. Two bare pods: the standby is the only candidate.
+ */
+async function stuckTerminating(t: TestContext, withHook: boolean): Promise<void> {
+  const heartbeatName = `${LFL_LOCK}-heartbeat`;
+  const { namespace, recording } = withHook
+    ? await setUpWithHook(t, 'lfl-operator', { shape: 'bare-pods' })
+    : await setUpWithoutHook(t, 'lfl-operator', { shape: 'bare-pods' });
+  const { leader, standby } = await waitForSteadyLeader(recording, heartbeatName);
+  holdPod(namespace, leader, true);
+  const leaderPod = await core.readNamespacedPod({ name: leader, namespace });
+  await assertLockOwnedBy(namespace, leaderPod);
+
+  let deleteIssued = 0;
+  let holdReleased: number | undefined;
+  try {
+    deleteIssued = Date.now();
+    await core.deleteNamespacedPod({ name: leader, namespace });
+    await waitForRecorded(
+      recording,
+      'the old leader and its hook to have exited',
+      async () => {
+        const pod = recording.podNow.get(leader);
+        return operatorStatus(pod)?.state?.terminated && (!withHook || containerStatus(pod, RELEASE_HOOK_CONTAINER)?.state?.terminated);
+      },
+      60_000,
+    );
+    if (withHook) {
+      const newLock = await waitForNewLock(recording, leader);
+      assert.equal(lockOwnerName(newLock.object), standby, 'the standby took the lock');
+      await waitForNewLeaderRunning(recording, standby, heartbeatName);
+      const old = await core.readNamespacedPod({ name: leader, namespace });
+      assert.equal(old.metadata?.uid, leaderPod.metadata?.uid, 'the old leader pod object still exists');
+      assert.ok(old.metadata?.deletionTimestamp, 'the old leader pod is Terminating');
+      assert.ok(
+        !recording.pods.some((event) => event.type === 'DELETED' && event.object.metadata?.name === leader),
+        'the old leader pod was never gone while the standby took over',
+      );
+    } else {
+      await sleep(deleteIssued + stuckControlMs - Date.now());
+      const old = await core.readNamespacedPod({ name: leader, namespace });
+      assert.ok(old.metadata?.deletionTimestamp, 'the old leader pod is still Terminating');
+      assert.equal(operatorStatus(old)?.state?.terminated !== undefined, true, 'its operator container stopped long ago');
+      await assertLockOwnedBy(namespace, leaderPod);
+      assert.equal(logOf(recording, standby, 'became leader'), undefined, `the standby does not lead ${stuckControlMs / 1000} s after the delete`);
+      t.diagnostic(
+        `${stuckControlMs / 1000} s after the delete: the old pod is ${old.status?.phase} and Terminating, the lock still names it, the standby waits`,
+      );
+    }
+  } finally {
+    releaseHold(namespace, leader);
+    holdReleased = Date.now();
+  }
+  await waitForPodGone(recording, leader);
+  await waitForNewLeaderRunning(recording, standby, heartbeatName);
+  await sleep(1000);
+  await recording.stop();
+  assert.deepEqual(recording.errors, []);
+
+  printTimeline(
+    t,
+    `lfl-operator, leader stuck Terminating, ${withHook ? 'with' : 'without'} leaderhook`,
+    [...lflMarks(recording, leader, standby, deleteIssued), ...mark('finalizer removed by the test', holdReleased)],
+    deleteIssued,
+    out,
+  );
+  t.diagnostic(`lock ${lockPath(recording, leader)}`);
+
+  const lockGone = recording.configMaps.find((event) => event.type === 'DELETED' && event.object.metadata?.name === LFL_LOCK);
+  const newLock = recording.configMaps.find(
+    (event) => event.type === 'ADDED' && event.object.metadata?.name === LFL_LOCK && lockOwnerName(event.object) === standby,
+  );
+  assert.ok(lockGone && newLock);
+  if (withHook) {
+    assertInjected(recording);
+    assert.equal(releaseEvents(recording, leader, 'R1').length, 1, "the old pod's hook released the lock by R1");
+    assert.ok(holdReleased !== undefined && newLock.at < holdReleased, 'the standby led before the finalizer was removed');
+  } else {
+    assertNotInjected(recording);
+    assert.ok(holdReleased !== undefined && lockGone.at > holdReleased, 'the lock went only after the finalizer was removed');
+  }
+  assertOneLeaderAtEveryHeartbeat(
+    heartbeats(recording, heartbeatName),
+    recording.configMaps.filter((event) => event.object.metadata?.name === LFL_LOCK),
+    lockOwnerName,
+    [leader, standby],
+  );
+}
+
+/**
+ * The operator ignores SIGTERM and is killed at the end of its 10 s grace
+ * period. The hook's SIGTERM then comes at or after deadline − margin, so R1
+ * must refuse: the hook cannot tell "stopped" from "about to be killed".
+ * Failover takes the path it takes without leaderhook.
+ */
+async function ignoresSigterm(t: TestContext, withHook: boolean): Promise<void> {
+  const heartbeatName = `${LFL_LOCK}-heartbeat`;
+  const options: OperatorOptions = { shape: 'bare-pods', extraArgs: ['--ignore-sigterm'] };
+  const { namespace, recording } = withHook
+    ? await setUpWithHook(t, 'lfl-operator', { ...options, annotations: { 'leaderhook.io/termination-grace-period-seconds': '10' } })
+    : await setUpWithoutHook(t, 'lfl-operator', options);
+  const { leader, standby } = await waitForSteadyLeader(recording, heartbeatName);
+  const leaderPod = recording.podNow.get(leader);
+  assert.ok(leaderPod?.metadata?.uid);
+  assert.equal(leaderPod.spec?.terminationGracePeriodSeconds, 10);
+  await assertLockOwnedBy(namespace, leaderPod);
+
+  const deleteIssued = Date.now();
+  await core.deleteNamespacedPod({ name: leader, namespace });
+  const newLock = await waitForNewLock(recording, leader);
+  assert.equal(lockOwnerName(newLock.object), standby);
+  await waitForNewLeaderRunning(recording, standby, heartbeatName);
+  await waitForPodGone(recording, leader);
+  await sleep(1000);
+  await recording.stop();
+  assert.deepEqual(recording.errors, []);
+
+  printTimeline(
+    t,
+    `lfl-operator ignoring SIGTERM, ${withHook ? 'with' : 'without'} leaderhook`,
+    lflMarks(recording, leader, standby, deleteIssued),
+    deleteIssued,
+    out,
+  );
+  t.diagnostic(`lock ${lockPath(recording, leader)}`);
+
+  const exited = recording.pods.find((event) => event.object.metadata?.name === leader && operatorStatus(event.object)?.state?.terminated);
+  const lockGone = recording.configMaps.find((event) => event.type === 'DELETED' && event.object.metadata?.name === LFL_LOCK);
+  const deletion = recording.pods.find((event) => event.object.metadata?.name === leader && event.object.metadata.deletionTimestamp)?.object.metadata
+    ?.deletionTimestamp;
+  assert.ok(logOf(recording, leader, 'signal ignored'), 'the old leader got SIGTERM and ignored it');
+  assert.equal(operatorStatus(exited?.object)?.state?.terminated?.exitCode, 137, 'the old leader was killed (SIGKILL)');
+  assert.ok(deletion, 'the deletion deadline was observed');
+  const lastOld = heartbeats(recording, heartbeatName)
+    .filter((beat) => beat.holder === leader)
+    .at(-1);
+  assert.ok(lastOld && lastOld.at > deleteIssued + 5_000, 'the old leader kept leading after its SIGTERM, until it was killed');
+  assertBefore({ label: 'old container killed', at: exited?.rv }, { label: 'lock ConfigMap gone', at: lockGone?.rv });
+  if (withHook) {
+    assertInjected(recording);
+    assert.deepEqual(
+      releaseEvents(recording, leader, 'R1').map((event) => event.object.message),
+      [],
+      'no R1 release for a pod whose hook got SIGTERM at the deadline',
+    );
+    const hookLine = hookSigtermLine(recording, leader);
+    assert.ok(
+      hookLine,
+      `the old pod's hook logged its SIGTERM decision: ${JSON.stringify(recording.logs.filter((l) => l.container === RELEASE_HOOK_CONTAINER && l.pod === leader).map((l) => l.msg))}`,
+    );
+    assert.equal(hookLine.fields.refusal, 'pastDeadline', `the hook refused for the deadline: ${hookLine.msg}`);
+    const signalAt = Date.parse(String(hookLine.fields.signalAt));
+    assert.ok(
+      signalAt >= new Date(deletion).getTime() - 2_000,
+      `the hook's SIGTERM (${hookLine.fields.signalAt}) came at or after deadline − 2 s (${deletion})`,
+    );
+  } else {
+    assertNotInjected(recording);
+  }
+  assertOneLeaderAtEveryHeartbeat(
+    heartbeats(recording, heartbeatName),
+    recording.configMaps.filter((event) => event.object.metadata?.name === LFL_LOCK),
+    lockOwnerName,
+    [leader, standby],
+  );
+}
+
+/** The baseline's Lease scenario with leaderhook: the hook writes the leaderless record (R1) and another pod takes the lease at its next retry. */
+async function leaseFailoverWithHook(t: TestContext): Promise<void> {
+  const heartbeatName = `${LEASE_LOCK}-heartbeat`;
+  const { namespace, recording } = await setUpWithHook(t, 'lease-operator', { shape: 'deployment' });
+  const { leader } = await waitForSteadyLeader(recording, heartbeatName);
+  const lease = await waitForRecorded(
+    recording,
+    'the lease',
+    async () => recording.leases.filter((event) => event.object.metadata?.name === LEASE_LOCK).at(-1)?.object,
+    10_000,
+  );
+  assert.equal(leaseHolder(lease), leader, `lease holderIdentity ${lease.spec?.holderIdentity} is the leader's hostname_uuid`);
+
+  const deleteIssued = Date.now();
+  await core.deleteNamespacedPod({ name: leader, namespace });
+  const acquired = await waitForRecorded(
+    recording,
+    'another pod to hold the lease',
+    async () =>
+      recording.leases.find(
+        (event) => event.object.metadata?.name === LEASE_LOCK && event.at > deleteIssued && leaseHolder(event.object) && leaseHolder(event.object) !== leader,
+      ),
+    failoverTimeoutMs,
+  );
+  const newLeader = leaseHolder(acquired.object) ?? '';
+  await waitForNewLeaderRunning(recording, newLeader, heartbeatName);
+  await waitForPodGone(recording, leader);
+  await sleep(1000);
+  await recording.stop();
+  assert.deepEqual(recording.errors, []);
+
+  const leaseEvents = recording.leases.filter((event) => event.object.metadata?.name === LEASE_LOCK);
+  const lastRenewal = leaseEvents.filter((event) => leaseHolder(event.object) === leader).at(-1)?.object.spec;
+  const lastRenewedAt = lastRenewal?.renewTime ? new Date(lastRenewal.renewTime).getTime() : undefined;
+  const oldExpiry = lastRenewedAt === undefined ? undefined : lastRenewedAt + (lastRenewal?.leaseDurationSeconds ?? 0) * 1000;
+  const leaderless = leaseEvents.find((event) => event.at > deleteIssued && !event.object.spec?.holderIdentity);
+  const beats = heartbeats(recording, heartbeatName);
+  const exited = recording.pods.find((event) => event.object.metadata?.name === leader && operatorStatus(event.object)?.state?.terminated);
+  const podGone = recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === leader);
+  const stopped = logOf(recording, leader, 'stopped');
+  const became = logOf(recording, newLeader, 'became leader');
+  const released = releaseEvents(recording, leader, 'R1');
+  const acquireTime = acquired.object.spec?.acquireTime ? new Date(acquired.object.spec.acquireTime).getTime() : undefined;
+
+  printTimeline(
+    t,
+    'lease-operator with leaderhook',
+    [
+      ...mark('delete issued', deleteIssued),
+      ...mark('old leader logged "stopping" (SIGTERM)', logOf(recording, leader, 'stopping')?.at),
+      ...mark('old leader wrote its last heartbeat', beats.filter((beat) => beat.holder === leader).at(-1)?.at),
+      ...mark('old leader logged "stopped"', stopped?.at),
+      ...mark('old container seen exited (watch)', exited?.at),
+      ...hookMarks(hookSigtermLine(recording, leader)),
+      ...mark('leaderless lease record seen (watch)', leaderless?.at),
+      ...mark(`LeaderLockReleased Event for the old pod (watch): ${released[0]?.object.message ?? ''}`, released[0]?.at),
+      ...mark('old pod object gone (watch)', podGone?.at),
+      ...mark('lease last renewed by the old leader (renewTime)', lastRenewedAt),
+      ...mark(`old lease would have expired (renewTime + ${lastRenewal?.leaseDurationSeconds} s)`, oldExpiry),
+      ...mark(`lease acquired by ${newLeader} (acquireTime)`, acquireTime),
+      ...mark('lease holder change seen (watch)', acquired.at),
+      ...mark('new leader logged "became leader"', became?.at),
+      ...mark('new leader wrote its first heartbeat', beats.find((beat) => beat.holder === newLeader)?.at),
+    ],
+    deleteIssued,
+    out,
+  );
+  t.diagnostic(`new leader ${newLeader} is ${whoLed(recording, newLeader, deleteIssued)}`);
+
+  assertInjected(recording);
+  assert.equal(
+    released.length,
+    1,
+    `one R1 LeaderLockReleased Event for ${leader}: ${JSON.stringify(recording.events.map((e) => [e.object.reason, e.object.message]))}`,
+  );
+  assert.match(released[0]?.object.message ?? '', new RegExp(`Lease/${LEASE_LOCK}`));
+  assert.ok(leaderless, 'the hook wrote the leaderless record');
+  assert.equal(leaderless.object.spec?.holderIdentity, '', 'released: holderIdentity ""');
+  assert.equal(leaderless.object.spec?.leaseDurationSeconds, 1, 'released: leaseDurationSeconds 1');
+  assertBefore({ label: '"stopped" of the old leader', at: stopped?.at }, { label: 'leaderless record', at: leaderless.at });
+  assertBefore({ label: '"stopped" of the old leader', at: stopped?.at }, { label: "the hook's SIGTERM", at: signalTime(recording, leader) });
+  assertBefore({ label: 'leaderless record', at: leaderless.rv }, { label: 'lease acquired', at: acquired.rv });
+  assert.ok(
+    oldExpiry !== undefined && acquired.at < oldExpiry - 5_000,
+    `the lease moved (${acquired.at}) well before the old one would have expired (${oldExpiry})`,
+  );
+  assert.deepEqual([...new Set(loggedBy(recording, 'became leader').map((line) => line.pod))], [leader, newLeader]);
+  assertOneLeaderAtEveryHeartbeat(beats, leaseEvents, leaseHolder, [leader, newLeader]);
+}
+
+describe('failover with leaderhook', () => {
+  let uninstall: (() => Promise<void>) | undefined;
+  before(async () => {
+    uninstall = await installLeaderhook();
+  });
+  after(async () => {
+    await uninstall?.();
+  });
+
+  test("lfl-operator, Deployment: the old leader's hook releases the lock (R1) before its pod object is gone", async (t) => {
+    await lflFailoverWithHook(t, 'deployment');
+  });
+
+  test('lfl-operator, two bare pods, standby backed off: the lock is released by R1; the standby still waits for its next retry', async (t) => {
+    await lflFailoverWithHook(t, 'bare-pods');
+  });
+
+  test('lease-operator, Deployment: the hook writes the leaderless record (R1); another pod leads long before the lease would have expired', async (t) => {
+    await leaseFailoverWithHook(t);
+  });
+
+  test('leader stuck Terminating, without leaderhook (control): the lock stays while the pod object does', async (t) => {
+    await stuckTerminating(t, false);
+  });
+
+  test('leader stuck Terminating, with leaderhook: R1 frees the lock and the standby leads while the old pod is Terminating', async (t) => {
+    await stuckTerminating(t, true);
+  });
+
+  test('operator ignoring SIGTERM, without leaderhook (control): killed at the deadline, failover through GC', async (t) => {
+    await ignoresSigterm(t, false);
+  });
+
+  test('operator ignoring SIGTERM, with leaderhook: R1 refuses (SIGTERM at the deadline), failover as without it', async (t) => {
+    await ignoresSigterm(t, true);
+  });
+});
