@@ -338,13 +338,13 @@ async function stuckTerminating(t: TestContext, withHook: boolean): Promise<void
     ? await setUpWithHook(t, 'lfl-operator', { shape: 'bare-pods' })
     : await setUpWithoutHook(t, 'lfl-operator', { shape: 'bare-pods' });
   const { leader, standby } = await waitForSteadyLeader(recording, heartbeatName);
-  holdPod(namespace, leader, true);
-  const leaderPod = await core.readNamespacedPod({ name: leader, namespace });
-  await assertLockOwnedBy(namespace, leaderPod);
-
   let deleteIssued = 0;
   let holdReleased: number | undefined;
+  // From here on the finalizer must go whatever happens, or the namespace could never be deleted.
   try {
+    holdPod(namespace, leader, true);
+    const leaderPod = await core.readNamespacedPod({ name: leader, namespace });
+    await assertLockOwnedBy(namespace, leaderPod);
     deleteIssued = Date.now();
     await core.deleteNamespacedPod({ name: leader, namespace });
     await waitForRecorded(
