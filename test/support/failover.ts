@@ -6,9 +6,14 @@
  * Everything is observed, nothing is simulated: watches on pods, ConfigMaps,
  * Leases and Events that resume where they left off, the JSON logs of the
  * operators (and of the release hook, when injected) followed live, and the
- * heartbeat the leader writes every 100 ms. From that recording the helpers
+ * heartbeat the leader writes every 100 ms. From that recording the functions
  * below find the leader, check that exactly one pod led at every heartbeat,
  * and print the timeline of a failover.
+ *
+ * The steps, marks and checks both tests share live here too (the failover
+ * of each lock, the old leader's orderly stop, the handover to one new
+ * leader), so each test states only what differs with and without
+ * leaderhook.
  */
 import assert from 'node:assert/strict';
 import { appendFileSync, readFileSync } from 'node:fs';
@@ -540,4 +545,303 @@ export function assertBefore(first: { label: string; at: number | bigint | undef
   assert.ok(first.at !== undefined, `${first.label} was observed`);
   assert.ok(second.at !== undefined, `${second.label} was observed`);
   assert.ok(first.at <= second.at, `${first.label} (${first.at}) comes before ${second.label} (${second.at})`);
+}
+
+// ---------------------------------------------------------------------------
+// The operators' leader locks
+
+/**
+ * A leader lock of an operator under test and the ConfigMap its leader writes
+ * heartbeats to: what every scenario needs to follow leadership from lock
+ * to lock.
+ */
+export interface LeaderLock<L> {
+  kind: 'ConfigMap' | 'Lease';
+  name: string;
+  heartbeat: string;
+  /** Every recorded event of this lock, in arrival order. */
+  events: (recording: Recording) => Observed<L>[];
+  /** The pod that holds the lock; undefined when nobody does (a leaderless Lease). */
+  holderOf: (lock: L | undefined) => string | undefined;
+}
+
+/** operator-lib's leader-for-life lock: its one ownerReference names the leader pod. */
+export const lflLock: LeaderLock<V1ConfigMap> = {
+  kind: 'ConfigMap',
+  name: 'lfl-operator-lock',
+  heartbeat: 'lfl-operator-lock-heartbeat',
+  events: (recording) => recording.configMaps.filter((event) => event.object.metadata?.name === 'lfl-operator-lock'),
+  holderOf: (cm) => cm?.metadata?.ownerReferences?.[0]?.name,
+};
+
+/** controller-runtime's Lease: its holderIdentity is `hostname_uuid`, and a pod's hostname is its name. */
+export const leaseLock: LeaderLock<V1Lease> = {
+  kind: 'Lease',
+  name: 'lease-operator-lock',
+  heartbeat: 'lease-operator-lock-heartbeat',
+  events: (recording) => recording.leases.filter((event) => event.object.metadata?.name === 'lease-operator-lock'),
+  holderOf: (lease) => lease?.spec?.holderIdentity?.replace(/_[^_]*$/, '') || undefined,
+};
+
+/** The pod `name` as last seen by the recording; asserts it was seen with a UID. */
+export function observedPod(recording: Recording, name: string): V1Pod {
+  const pod = recording.podNow.get(name);
+  assert.ok(pod?.metadata?.uid, `pod ${name} was observed`);
+  return pod;
+}
+
+/** The leader-for-life lock, read from the API, names `pod` as operator-lib writes it. */
+export async function assertLockOwnedBy(namespace: string, pod: V1Pod): Promise<void> {
+  const lock = await core.readNamespacedConfigMap({ name: lflLock.name, namespace });
+  assert.deepEqual(
+    lock.metadata?.ownerReferences?.map(({ apiVersion, kind, name, uid, controller }) => ({ apiVersion, kind, name, uid, controller: controller ?? false })),
+    [{ apiVersion: 'v1', kind: 'Pod', name: pod.metadata?.name, uid: pod.metadata?.uid, controller: false }],
+    'the lock has exactly one ownerReference, the leader pod, without the controller flag',
+  );
+}
+
+/** Waits until the Lease has been recorded and asserts that `leader` holds it. */
+export async function assertLeaseHeldBy(recording: Recording, leader: string): Promise<void> {
+  const lease = await waitForRecorded(recording, 'the lease', async () => leaseLock.events(recording).at(-1)?.object, 10_000);
+  assert.equal(leaseLock.holderOf(lease), leader, `lease holderIdentity ${lease.spec?.holderIdentity} is the leader's hostname_uuid`);
+}
+
+/**
+ * Waits until the standby's backoff has reached its 16 s cap, then a random
+ * part of one more cycle: the delete lands anywhere in the standby's retry
+ * cycle, as it would in the field.
+ */
+export async function waitUntilBackedOff(recording: Recording, standby: string): Promise<void> {
+  const tried = logOf(recording, standby, 'trying');
+  assert.ok(tried, `standby ${standby} logged "trying"`);
+  const waitMs = tried.at + backedOffMs + Math.random() * 16_000 - Date.now();
+  if (waitMs > 0) await sleep(waitMs);
+}
+
+// ---------------------------------------------------------------------------
+// A failover, step by step
+
+/** The first lock event after `since` that names a holder other than `leader`: the takeover. */
+export function waitForTakeover<L>(recording: Recording, lock: LeaderLock<L>, leader: string, since: number): Promise<Observed<L>> {
+  return waitForRecorded(
+    recording,
+    `another pod to hold ${lock.kind}/${lock.name}`,
+    async () =>
+      lock.events(recording).find((event) => {
+        const holder = event.type === 'DELETED' ? undefined : lock.holderOf(event.object);
+        return event.at > since && holder !== undefined && holder !== leader;
+      }),
+    failoverTimeoutMs,
+  );
+}
+
+/** Waits until `newLeader` logged "became leader" and wrote a heartbeat. */
+export async function waitForNewLeaderRunning<L>(recording: Recording, lock: LeaderLock<L>, newLeader: string): Promise<void> {
+  await waitForRecorded(
+    recording,
+    'the new leader to log "became leader" and write a heartbeat',
+    async () => logOf(recording, newLeader, 'became leader') && heartbeats(recording, lock.heartbeat).some((beat) => beat.holder === newLeader),
+    failoverTimeoutMs,
+  );
+}
+
+export function waitForPodGone(recording: Recording, pod: string): Promise<Observed<V1Pod>> {
+  return waitForRecorded(recording, `pod ${pod} to be gone`, async () => podGone(recording, pod), failoverTimeoutMs);
+}
+
+export interface Takeover<L> {
+  /** Local time just before the delete was sent. */
+  deleteIssued: number;
+  /** The lock event that first named the new leader. */
+  taken: Observed<L>;
+  newLeader: string;
+}
+
+/**
+ * Deletes the leader pod and waits until another pod holds the lock, leads
+ * (logged "became leader", wrote a heartbeat), and the old pod object is gone.
+ */
+export async function deleteLeader<L>(scenario: Scenario, lock: LeaderLock<L>, leader: string): Promise<Takeover<L>> {
+  const { namespace, recording } = scenario;
+  const deleteIssued = Date.now();
+  await core.deleteNamespacedPod({ name: leader, namespace });
+  const taken = await waitForTakeover(recording, lock, leader, deleteIssued);
+  const newLeader = lock.holderOf(taken.object) ?? '';
+  await waitForNewLeaderRunning(recording, lock, newLeader);
+  await waitForPodGone(recording, leader);
+  return { deleteIssued, taken, newLeader };
+}
+
+export interface Failover<L> extends Takeover<L> {
+  leader: string;
+  /** The pod that was waiting when the leader was deleted. */
+  standby: string;
+}
+
+/**
+ * The leader-for-life failover of every scenario, up to the new leader
+ * running: one steady leader whose lock names it (and, with two bare pods, a
+ * standby backed off to its 16 s cap), then its pod deleted.
+ */
+export async function failOverLfl(scenario: Scenario, shape: Shape): Promise<Failover<V1ConfigMap>> {
+  const { namespace, recording } = scenario;
+  const { leader, standby } = await waitForSteadyLeader(recording, lflLock.heartbeat);
+  if (shape === 'bare-pods') await waitUntilBackedOff(recording, standby);
+  await assertLockOwnedBy(namespace, observedPod(recording, leader));
+  return { leader, standby, ...(await deleteLeader(scenario, lflLock, leader)) };
+}
+
+/** The Lease failover of every scenario, up to the new leader running: one steady leader holding the Lease, then its pod deleted. */
+export async function failOverLease(scenario: Scenario): Promise<Failover<V1Lease>> {
+  const { leader, standby } = await waitForSteadyLeader(scenario.recording, leaseLock.heartbeat);
+  await assertLeaseHeldBy(scenario.recording, leader);
+  return { leader, standby, ...(await deleteLeader(scenario, leaseLock, leader)) };
+}
+
+/** Observes a second more (heartbeats of the new leader), stops the recording and asserts it lost nothing. */
+export async function finishRecording(recording: Recording): Promise<void> {
+  await sleep(1000);
+  await recording.stop();
+  assert.deepEqual(recording.errors, []);
+}
+
+// ---------------------------------------------------------------------------
+// Reading a failover off the recording
+
+/** The first pod event that shows `pod`'s operator container terminated. */
+export function operatorExited(recording: Recording, pod: string): Observed<V1Pod> | undefined {
+  return recording.pods.find((event) => event.object.metadata?.name === pod && operatorStatus(event.object)?.state?.terminated);
+}
+
+export function podGone(recording: Recording, pod: string): Observed<V1Pod> | undefined {
+  return recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === pod);
+}
+
+/** The first deletion of the lock (the ConfigMap lock: by the GC or a release hook). */
+export function lockGone<L>(recording: Recording, lock: LeaderLock<L>): Observed<L> | undefined {
+  return lock.events(recording).find((event) => event.type === 'DELETED');
+}
+
+export function lastHeartbeatOf<L>(recording: Recording, lock: LeaderLock<L>, pod: string): Heartbeat | undefined {
+  return heartbeats(recording, lock.heartbeat)
+    .filter((beat) => beat.holder === pod)
+    .at(-1);
+}
+
+export function firstHeartbeatOf<L>(recording: Recording, lock: LeaderLock<L>, pod: string): Heartbeat | undefined {
+  return heartbeats(recording, lock.heartbeat).find((beat) => beat.holder === pod);
+}
+
+/** "new leader X is the standby that was waiting" (it tried before the delete), or the Deployment's replacement. */
+export function whoLeads(recording: Recording, newLeader: string, deleteIssued: number): string {
+  const waiting = loggedBy(recording, 'trying').some((line) => line.pod === newLeader && line.at < deleteIssued);
+  return `new leader ${newLeader} is ${waiting ? 'the standby that was waiting' : 'the replacement pod the Deployment created'}`;
+}
+
+/** The old leader's last renewal of the Lease, and when the lease would run out without another. */
+export function lastRenewal(recording: Recording, leader: string): { renewedAt?: number; durationSeconds?: number; expiresAt?: number } {
+  const spec = leaseLock
+    .events(recording)
+    .filter((event) => leaseLock.holderOf(event.object) === leader)
+    .at(-1)?.object.spec;
+  const renewedAt = spec?.renewTime ? new Date(spec.renewTime).getTime() : undefined;
+  const durationSeconds = spec?.leaseDurationSeconds;
+  return { renewedAt, durationSeconds, expiresAt: renewedAt === undefined ? undefined : renewedAt + (durationSeconds ?? 0) * 1000 };
+}
+
+// Timeline marks every scenario shares; each scenario adds its own between them.
+
+/** The delete and the old leader's stop as it logged it. */
+export function oldLeaderMarks<L>(recording: Recording, lock: LeaderLock<L>, leader: string, deleteIssued: number): Mark[] {
+  return [
+    ...mark('delete issued', deleteIssued),
+    ...mark('old leader logged "stopping" (SIGTERM)', logOf(recording, leader, 'stopping')?.at),
+    ...mark('old leader logged "signal ignored" (SIGTERM)', logOf(recording, leader, 'signal ignored')?.at),
+    ...mark('old leader wrote its last heartbeat', lastHeartbeatOf(recording, lock, leader)?.at),
+    ...mark('old leader logged "stopped"', logOf(recording, leader, 'stopped')?.at),
+  ];
+}
+
+/** The Lease's way from the old leader's last renewal to the new holder; `expiry` names the old lease's end. */
+export function leaseMarks(recording: Recording, leader: string, taken: Takeover<V1Lease>, expiry: string): Mark[] {
+  const renewal = lastRenewal(recording, leader);
+  const acquireTime = taken.taken.object.spec?.acquireTime;
+  return [
+    ...mark('lease last renewed by the old leader (renewTime)', renewal.renewedAt),
+    ...mark(`${expiry} (renewTime + ${renewal.durationSeconds} s)`, renewal.expiresAt),
+    ...mark(`lease acquired by ${taken.newLeader} (acquireTime)`, acquireTime ? new Date(acquireTime).getTime() : undefined),
+    ...mark('lease holder change seen (watch)', taken.taken.at),
+  ];
+}
+
+/** The new leader's start. */
+export function newLeaderMarks<L>(recording: Recording, lock: LeaderLock<L>, newLeader: string): Mark[] {
+  return [
+    ...mark('new leader logged "became leader"', logOf(recording, newLeader, 'became leader')?.at),
+    ...mark('new leader wrote its first heartbeat', firstHeartbeatOf(recording, lock, newLeader)?.at),
+  ];
+}
+
+/** operator-lib's own lines of the new leader up to its win, from 20 s before the delete: its backoff, retry by retry. */
+export function operatorLibRetryMarks(recording: Recording, newLeader: string, deleteIssued: number): Mark[] {
+  const became = logOf(recording, newLeader, 'became leader');
+  return recording.logs
+    .filter(
+      (line) =>
+        line.pod === newLeader &&
+        line.container === OPERATOR_CONTAINER &&
+        line.at > deleteIssued - 20_000 &&
+        line.at < (became?.at ?? Number.POSITIVE_INFINITY) &&
+        String(line.fields.logger).endsWith('/leader') &&
+        line.fields.error === undefined,
+    )
+    .map((line) => ({ label: `  new leader, operator-lib: ${JSON.stringify(line.msg)}`, at: line.at }));
+}
+
+// Assertions every scenario shares.
+
+/**
+ * The old leader stopped in order, on the SIGTERM the delete caused: it
+ * logged "stopping", wrote its last heartbeat, logged "stopped", and its
+ * container was seen exited before its pod object was gone.
+ */
+export function assertOrderlyStop<L>(recording: Recording, lock: LeaderLock<L>, leader: string, deleteIssued: number): void {
+  const stopping = logOf(recording, leader, 'stopping');
+  const stopped = logOf(recording, leader, 'stopped');
+  assertBefore({ label: 'delete issued', at: deleteIssued }, { label: '"stopping"', at: stopping?.at });
+  assertBefore({ label: '"stopping"', at: stopping?.at }, { label: '"stopped"', at: stopped?.at });
+  assertBefore({ label: 'last heartbeat of the old leader', at: lastHeartbeatOf(recording, lock, leader)?.at }, { label: '"stopped"', at: stopped?.at });
+  assertBefore({ label: 'container exited', at: operatorExited(recording, leader)?.rv }, { label: 'pod object gone', at: podGone(recording, leader)?.rv });
+}
+
+/** Exactly one leader at every heartbeat of the whole recording, `holders` in turn. */
+export function assertOneLeaderThroughout<L>(recording: Recording, lock: LeaderLock<L>, holders: string[]): void {
+  assertOneLeaderAtEveryHeartbeat(heartbeats(recording, lock.heartbeat), lock.events(recording), lock.holderOf, holders);
+}
+
+/**
+ * Leadership moved from `leader` to another pod, once: the new leader began
+ * only after the old one had stopped, exactly those two pods ever led, and
+ * exactly one led at every heartbeat.
+ */
+export function assertHandover<L>(recording: Recording, lock: LeaderLock<L>, leader: string, newLeader: string): void {
+  assertBefore(
+    { label: '"stopped" of the old leader', at: logOf(recording, leader, 'stopped')?.at },
+    { label: '"became leader" of the new leader', at: logOf(recording, newLeader, 'became leader')?.at },
+  );
+  assert.notEqual(newLeader, leader);
+  assert.deepEqual(
+    [...new Set(loggedBy(recording, 'became leader').map((line) => line.pod))],
+    [leader, newLeader],
+    'two pods ever logged "became leader": the old leader, then the new one',
+  );
+  assertOneLeaderThroughout(recording, lock, [leader, newLeader]);
+}
+
+/** The new leader-for-life lock has one ownerReference, the new leader pod by UID, and came after the old lock was gone. */
+export function assertNewLock(recording: Recording, taken: Takeover<V1ConfigMap>): void {
+  assertBefore({ label: 'lock ConfigMap gone', at: lockGone(recording, lflLock)?.rv }, { label: 'new lock created', at: taken.taken.rv });
+  const owners = taken.taken.object.metadata?.ownerReferences;
+  assert.equal(owners?.length, 1);
+  assert.equal(owners?.[0]?.uid, recording.podNow.get(taken.newLeader)?.metadata?.uid, 'the new lock is owned by the new leader pod (UID)');
 }
