@@ -30,37 +30,55 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { V1ConfigMap, V1Lease, V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import {
   assertBefore,
-  assertOneLeaderAtEveryHeartbeat,
-  backedOffMs,
+  assertHandover,
+  assertLockOwnedBy,
+  assertNewLock,
+  assertOneLeaderThroughout,
   containerStatus,
-  failoverTimeoutMs,
-  heartbeats,
+  deleteLeader,
+  failOverLease,
+  failOverLfl,
+  finishRecording,
   hookSigtermLine,
+  type LeaderLock,
   type LogLine,
-  loggedBy,
+  lastHeartbeatOf,
+  lastRenewal,
+  leaseLock,
+  leaseMarks,
+  lflLock,
+  lockGone,
   logOf,
   type Mark,
   mark,
+  newLeaderMarks,
   OPERATOR_CONTAINER,
   type OperatorOptions,
+  observedPod,
+  oldLeaderMarks,
+  operatorExited,
+  operatorLibRetryMarks,
   operatorStatus,
+  podGone,
   printTimeline,
   RELEASE_HOOK_CONTAINER,
   type Recording,
   releaseEvents,
   type Scenario,
   setUpOperator,
+  waitForNewLeaderRunning,
+  waitForPodGone,
   waitForRecorded,
   waitForSteadyLeader,
+  waitForTakeover,
+  whoLeads,
 } from '../support/failover.ts';
 import { core } from '../support/kube.ts';
 import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl } from '../support/leaderhook.ts';
 
-const LFL_LOCK = 'lfl-operator-lock';
-const LEASE_LOCK = 'lease-operator-lock';
 /** Holds the leader pod's object in Terminating after its containers stopped. */
 const HOLD_FINALIZER = 'leaderhook.test/hold';
 /** How long the control waits to show that the lock of a pod stuck Terminating is never freed. */
@@ -120,93 +138,45 @@ function assertNotInjected(recording: Recording): void {
   }
 }
 
-function lockOwnerName(cm: V1ConfigMap | undefined): string | undefined {
-  return cm?.metadata?.ownerReferences?.[0]?.name;
-}
-
-/** The lease's holder as a pod name (controller-runtime's identity is hostname_uuid); undefined when leaderless. */
-function leaseHolder(lease: V1Lease | undefined): string | undefined {
-  return lease?.spec?.holderIdentity?.replace(/_[^_]*$/, '') || undefined;
-}
-
-async function assertLockOwnedBy(namespace: string, pod: V1Pod): Promise<void> {
-  const lock = await core.readNamespacedConfigMap({ name: LFL_LOCK, namespace });
-  assert.deepEqual(
-    lock.metadata?.ownerReferences?.map(({ apiVersion, kind, name, uid, controller }) => ({ apiVersion, kind, name, uid, controller: controller ?? false })),
-    [{ apiVersion: 'v1', kind: 'Pod', name: pod.metadata?.name, uid: pod.metadata?.uid, controller: false }],
-    'the lock has exactly one ownerReference, the leader pod, without the controller flag',
+/**
+ * The old leader's hook released `lock` by R1, exactly once, on a SIGTERM
+ * that came after the operator had logged "stopped".
+ */
+function assertReleasedByR1<L>(recording: Recording, lock: LeaderLock<L>, leader: string): void {
+  const r1 = releaseEvents(recording, leader, 'R1');
+  assert.equal(
+    r1.length,
+    1,
+    `one R1 LeaderLockReleased Event for ${leader}: ${JSON.stringify(recording.events.map((e) => [e.object.reason, e.object.message]))}`,
   );
-}
-
-/** The new lock ConfigMap created by a pod other than `leader`, once it exists. */
-function waitForNewLock(recording: Recording, leader: string, timeoutMs = failoverTimeoutMs) {
-  return waitForRecorded(
-    recording,
-    'a new lock ConfigMap owned by another pod',
-    async () =>
-      recording.configMaps.find((event) => event.type === 'ADDED' && event.object.metadata?.name === LFL_LOCK && lockOwnerName(event.object) !== leader),
-    timeoutMs,
-  );
-}
-
-async function waitForNewLeaderRunning(recording: Recording, newLeader: string, heartbeatName: string): Promise<void> {
-  await waitForRecorded(
-    recording,
-    'the new leader to log "became leader" and write a heartbeat',
-    async () => logOf(recording, newLeader, 'became leader') && heartbeats(recording, heartbeatName).some((beat) => beat.holder === newLeader),
-    failoverTimeoutMs,
-  );
-}
-
-function waitForPodGone(recording: Recording, pod: string, timeoutMs = failoverTimeoutMs) {
-  return waitForRecorded(
-    recording,
-    `pod ${pod} to be gone`,
-    async () => recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === pod),
-    timeoutMs,
+  assert.match(r1[0]?.object.message ?? '', new RegExp(`${lock.kind}/${lock.name}`));
+  // The kubelet reports the exit in a status update after the fact (often after the release): the
+  // operator's own "stopped" and the hook's signal time order the two.
+  assertBefore(
+    { label: '"stopped" of the old leader', at: logOf(recording, leader, 'stopped')?.at },
+    { label: "the hook's SIGTERM", at: signalTime(recording, leader) },
   );
 }
 
 /** Marks the leader-for-life scenarios share: the old leader's stop, the hook's decision, the lock's way, the new leader. */
 function lflMarks(recording: Recording, leader: string, newLeader: string, deleteIssued: number): Mark[] {
-  const beats = heartbeats(recording, `${LFL_LOCK}-heartbeat`);
-  const exited = recording.pods.find((event) => event.object.metadata?.name === leader && operatorStatus(event.object)?.state?.terminated);
+  const exited = operatorExited(recording, leader);
   const hookExited = recording.pods.find(
     (event) => event.object.metadata?.name === leader && containerStatus(event.object, RELEASE_HOOK_CONTAINER)?.state?.terminated,
   );
-  const hookLine = hookSigtermLine(recording, leader);
   const released = releaseEvents(recording, leader).at(0);
-  const newLock = recording.configMaps.find(
-    (event) => event.type === 'ADDED' && event.object.metadata?.name === LFL_LOCK && lockOwnerName(event.object) === newLeader,
-  );
-  const became = logOf(recording, newLeader, 'became leader');
+  const newLock = lflLock.events(recording).find((event) => event.type === 'ADDED' && lflLock.holderOf(event.object) === newLeader);
   return [
-    ...mark('delete issued', deleteIssued),
-    ...mark('old leader logged "stopping" (SIGTERM)', logOf(recording, leader, 'stopping')?.at),
-    ...mark('old leader logged "signal ignored" (SIGTERM)', logOf(recording, leader, 'signal ignored')?.at),
-    ...mark('old leader wrote its last heartbeat', beats.filter((beat) => beat.holder === leader).at(-1)?.at),
-    ...mark('old leader logged "stopped"', logOf(recording, leader, 'stopped')?.at),
+    ...oldLeaderMarks(recording, lflLock, leader, deleteIssued),
     ...mark(`old container seen exited (watch, exit code ${operatorStatus(exited?.object)?.state?.terminated?.exitCode})`, exited?.at),
-    ...hookMarks(hookLine),
+    ...hookMarks(hookSigtermLine(recording, leader)),
     ...mark(`LeaderLockReleased Event for the old pod (watch): ${released?.object.message ?? ''}`, released?.at),
     ...mark('old hook container seen exited (watch)', hookExited?.at),
-    ...mark('lock ConfigMap gone (watch)', recording.configMaps.find((event) => event.type === 'DELETED' && event.object.metadata?.name === LFL_LOCK)?.at),
-    ...mark('old pod object gone (watch)', recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === leader)?.at),
+    ...mark('lock ConfigMap gone (watch)', lockGone(recording, lflLock)?.at),
+    ...mark('old pod object gone (watch)', podGone(recording, leader)?.at),
     ...mark(`new lock created by ${newLeader} (watch)`, newLock?.at),
-    ...mark('new leader logged "became leader"', became?.at),
-    ...mark('new leader wrote its first heartbeat', beats.find((beat) => beat.holder === newLeader)?.at),
-    ...recording.logs
-      // operator-lib's own lines up to the win, from 20 s before the delete: its backoff, retry by retry.
-      .filter(
-        (line) =>
-          line.pod === newLeader &&
-          line.container === OPERATOR_CONTAINER &&
-          line.at > deleteIssued - 20_000 &&
-          line.at < (became?.at ?? Number.POSITIVE_INFINITY) &&
-          String(line.fields.logger).endsWith('/leader') &&
-          line.fields.error === undefined,
-      )
-      .map((line) => ({ label: `  new leader, operator-lib: ${JSON.stringify(line.msg)}`, at: line.at })),
+    ...newLeaderMarks(recording, lflLock, newLeader),
+    ...operatorLibRetryMarks(recording, newLeader, deleteIssued),
   ];
 }
 
@@ -222,19 +192,13 @@ function signalTime(recording: Recording, pod: string): number | undefined {
   return typeof signalAt === 'string' ? Date.parse(signalAt) : undefined;
 }
 
-function whoLed(recording: Recording, newLeader: string, deleteIssued: number): string {
-  return loggedBy(recording, 'trying').some((line) => line.pod === newLeader && line.at < deleteIssued)
-    ? 'the standby that was waiting'
-    : 'the replacement pod the Deployment created';
-}
-
 /** The lock's way after the delete: released by a hook (which rule), or by the garbage collector after the owner pod was gone. */
 function lockPath(recording: Recording, leader: string): string {
-  const lockGone = recording.configMaps.find((event) => event.type === 'DELETED' && event.object.metadata?.name === LFL_LOCK);
-  const podGone = recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === leader);
+  const lockDeleted = lockGone(recording, lflLock);
+  const podDeleted = podGone(recording, leader);
   const released = releaseEvents(recording, leader);
   if (released.length > 0) return `released by a release hook: ${released.map((event) => event.object.message).join('; ')}`;
-  if (lockGone && podGone && podGone.rv < lockGone.rv) return 'deleted after the old pod object was gone: the garbage collector';
+  if (lockDeleted && podDeleted && podDeleted.rv < lockDeleted.rv) return 'deleted after the old pod object was gone: the garbage collector';
   return 'unknown';
 }
 
@@ -242,30 +206,13 @@ function lockPath(recording: Recording, leader: string): string {
 
 /** The baseline's leader-for-life scenario with leaderhook: the old leader's hook frees the lock (R1) before its pod object is gone. */
 async function lflFailoverWithHook(t: TestContext, shape: OperatorOptions['shape']): Promise<void> {
-  const heartbeatName = `${LFL_LOCK}-heartbeat`;
-  const { namespace, recording } = await setUpWithHook(t, 'lfl-operator', { shape });
-  const { leader, standby } = await waitForSteadyLeader(recording, heartbeatName);
-  if (shape === 'bare-pods') {
-    const tried = logOf(recording, standby, 'trying');
-    assert.ok(tried, `standby ${standby} logged "trying"`);
-    // As in the baseline: the delete lands anywhere in the standby's 16 s retry cycle.
-    const waitMs = tried.at + backedOffMs + Math.random() * 16_000 - Date.now();
-    if (waitMs > 0) await sleep(waitMs);
-  }
-  const leaderPod = recording.podNow.get(leader);
-  assert.ok(leaderPod?.metadata?.uid, `leader pod ${leader} was observed`);
-  await assertLockOwnedBy(namespace, leaderPod);
-
-  const deleteIssued = Date.now();
-  await core.deleteNamespacedPod({ name: leader, namespace });
-  const newLock = await waitForNewLock(recording, leader);
-  const newLeader = lockOwnerName(newLock.object) ?? '';
-  await waitForNewLeaderRunning(recording, newLeader, heartbeatName);
-  await waitForPodGone(recording, leader);
+  const scenario = await setUpWithHook(t, 'lfl-operator', { shape });
+  const { recording } = scenario;
+  // As in the baseline, with bare pods the delete lands anywhere in the standby's 16 s retry cycle.
+  const takeover = await failOverLfl(scenario, shape);
+  const { leader, standby, deleteIssued, newLeader } = takeover;
   await waitForRecorded(recording, 'the R1 LeaderLockReleased Event of the old pod', async () => releaseEvents(recording, leader, 'R1').length > 0, 10_000);
-  await sleep(1000); // more heartbeats of the new leader, under observation
-  await recording.stop();
-  assert.deepEqual(recording.errors, []);
+  await finishRecording(recording);
 
   printTimeline(
     t,
@@ -274,42 +221,20 @@ async function lflFailoverWithHook(t: TestContext, shape: OperatorOptions['shape
     deleteIssued,
     out,
   );
-  t.diagnostic(`new leader ${newLeader} is ${whoLed(recording, newLeader, deleteIssued)}; lock ${lockPath(recording, leader)}`);
+  t.diagnostic(`${whoLeads(recording, newLeader, deleteIssued)}; lock ${lockPath(recording, leader)}`);
 
   assertInjected(recording);
-  const podGone = recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === leader);
-  const lockGone = recording.configMaps.find((event) => event.type === 'DELETED' && event.object.metadata?.name === LFL_LOCK);
-  const stopped = logOf(recording, leader, 'stopped');
-  const became = logOf(recording, newLeader, 'became leader');
-  const r1 = releaseEvents(recording, leader, 'R1');
-  assert.equal(
-    r1.length,
-    1,
-    `one R1 LeaderLockReleased Event for ${leader}: ${JSON.stringify(recording.events.map((e) => [e.object.reason, e.object.message]))}`,
-  );
-  assert.match(r1[0]?.object.message ?? '', new RegExp(`ConfigMap/${LFL_LOCK}`));
+  assertReleasedByR1(recording, lflLock, leader);
   // The hook's release, not the GC's: the lock goes while the old pod object still exists.
-  assertBefore({ label: '"stopped" of the old leader', at: stopped?.at }, { label: 'lock ConfigMap gone', at: lockGone?.at });
-  // The kubelet reports the exit in a status update after the fact (often after the release): the
-  // operator's own "stopped" and the hook's signal time order the two.
-  assertBefore({ label: '"stopped" of the old leader', at: stopped?.at }, { label: "the hook's SIGTERM", at: signalTime(recording, leader) });
-  assert.ok(lockGone && podGone && lockGone.rv < podGone.rv, `the lock (rv ${lockGone?.rv}) is gone before the old pod object (rv ${podGone?.rv})`);
-  assertBefore({ label: 'lock ConfigMap gone', at: lockGone?.rv }, { label: 'new lock created', at: newLock.rv });
-  assertBefore({ label: '"stopped" of the old leader', at: stopped?.at }, { label: '"became leader" of the new leader', at: became?.at });
-  assert.notEqual(newLeader, leader);
-  assert.equal(newLock.object.metadata?.ownerReferences?.length, 1);
-  assert.equal(
-    newLock.object.metadata?.ownerReferences?.[0]?.uid,
-    recording.podNow.get(newLeader)?.metadata?.uid,
-    'the new lock is owned by the new leader pod (UID)',
+  const lockDeleted = lockGone(recording, lflLock);
+  const podDeleted = podGone(recording, leader);
+  assertBefore({ label: '"stopped" of the old leader', at: logOf(recording, leader, 'stopped')?.at }, { label: 'lock ConfigMap gone', at: lockDeleted?.at });
+  assert.ok(
+    lockDeleted && podDeleted && lockDeleted.rv < podDeleted.rv,
+    `the lock (rv ${lockDeleted?.rv}) is gone before the old pod object (rv ${podDeleted?.rv})`,
   );
-  assert.deepEqual([...new Set(loggedBy(recording, 'became leader').map((line) => line.pod))], [leader, newLeader]);
-  assertOneLeaderAtEveryHeartbeat(
-    heartbeats(recording, heartbeatName),
-    recording.configMaps.filter((event) => event.object.metadata?.name === LFL_LOCK),
-    lockOwnerName,
-    [leader, newLeader],
-  );
+  assertNewLock(recording, takeover);
+  assertHandover(recording, lflLock, leader, newLeader);
   if (shape === 'bare-pods') assert.equal(newLeader, standby, 'with no replacement pod, the standby that was waiting leads');
 }
 
@@ -333,11 +258,10 @@ function releaseHold(namespace: string, pod: string): void {
  * pod object still exists. Two bare pods: the standby is the only candidate.
  */
 async function stuckTerminating(t: TestContext, withHook: boolean): Promise<void> {
-  const heartbeatName = `${LFL_LOCK}-heartbeat`;
   const { namespace, recording } = withHook
     ? await setUpWithHook(t, 'lfl-operator', { shape: 'bare-pods' })
     : await setUpWithoutHook(t, 'lfl-operator', { shape: 'bare-pods' });
-  const { leader, standby } = await waitForSteadyLeader(recording, heartbeatName);
+  const { leader, standby } = await waitForSteadyLeader(recording, lflLock.heartbeat);
   let deleteIssued = 0;
   let holdReleased: number | undefined;
   // From here on the finalizer must go whatever happens, or the namespace could never be deleted.
@@ -357,16 +281,13 @@ async function stuckTerminating(t: TestContext, withHook: boolean): Promise<void
       60_000,
     );
     if (withHook) {
-      const newLock = await waitForNewLock(recording, leader);
-      assert.equal(lockOwnerName(newLock.object), standby, 'the standby took the lock');
-      await waitForNewLeaderRunning(recording, standby, heartbeatName);
+      const newLock = await waitForTakeover(recording, lflLock, leader, deleteIssued);
+      assert.equal(lflLock.holderOf(newLock.object), standby, 'the standby took the lock');
+      await waitForNewLeaderRunning(recording, lflLock, standby);
       const old = await core.readNamespacedPod({ name: leader, namespace });
       assert.equal(old.metadata?.uid, leaderPod.metadata?.uid, 'the old leader pod object still exists');
       assert.ok(old.metadata?.deletionTimestamp, 'the old leader pod is Terminating');
-      assert.ok(
-        !recording.pods.some((event) => event.type === 'DELETED' && event.object.metadata?.name === leader),
-        'the old leader pod was never gone while the standby took over',
-      );
+      assert.ok(!podGone(recording, leader), 'the old leader pod was never gone while the standby took over');
     } else {
       await sleep(deleteIssued + stuckControlMs - Date.now());
       const old = await core.readNamespacedPod({ name: leader, namespace });
@@ -383,10 +304,8 @@ async function stuckTerminating(t: TestContext, withHook: boolean): Promise<void
     holdReleased = Date.now();
   }
   await waitForPodGone(recording, leader);
-  await waitForNewLeaderRunning(recording, standby, heartbeatName);
-  await sleep(1000);
-  await recording.stop();
-  assert.deepEqual(recording.errors, []);
+  await waitForNewLeaderRunning(recording, lflLock, standby);
+  await finishRecording(recording);
 
   printTimeline(
     t,
@@ -397,25 +316,18 @@ async function stuckTerminating(t: TestContext, withHook: boolean): Promise<void
   );
   t.diagnostic(`lock ${lockPath(recording, leader)}`);
 
-  const lockGone = recording.configMaps.find((event) => event.type === 'DELETED' && event.object.metadata?.name === LFL_LOCK);
-  const newLock = recording.configMaps.find(
-    (event) => event.type === 'ADDED' && event.object.metadata?.name === LFL_LOCK && lockOwnerName(event.object) === standby,
-  );
-  assert.ok(lockGone && newLock);
+  const lockDeleted = lockGone(recording, lflLock);
+  const newLock = lflLock.events(recording).find((event) => event.type === 'ADDED' && lflLock.holderOf(event.object) === standby);
+  assert.ok(lockDeleted && newLock);
   if (withHook) {
     assertInjected(recording);
     assert.equal(releaseEvents(recording, leader, 'R1').length, 1, "the old pod's hook released the lock by R1");
     assert.ok(holdReleased !== undefined && newLock.at < holdReleased, 'the standby led before the finalizer was removed');
   } else {
     assertNotInjected(recording);
-    assert.ok(holdReleased !== undefined && lockGone.at > holdReleased, 'the lock went only after the finalizer was removed');
+    assert.ok(holdReleased !== undefined && lockDeleted.at > holdReleased, 'the lock went only after the finalizer was removed');
   }
-  assertOneLeaderAtEveryHeartbeat(
-    heartbeats(recording, heartbeatName),
-    recording.configMaps.filter((event) => event.object.metadata?.name === LFL_LOCK),
-    lockOwnerName,
-    [leader, standby],
-  );
+  assertOneLeaderThroughout(recording, lflLock, [leader, standby]);
 }
 
 /**
@@ -425,26 +337,19 @@ async function stuckTerminating(t: TestContext, withHook: boolean): Promise<void
  * Failover takes the path it takes without leaderhook.
  */
 async function ignoresSigterm(t: TestContext, withHook: boolean): Promise<void> {
-  const heartbeatName = `${LFL_LOCK}-heartbeat`;
   const options: OperatorOptions = { shape: 'bare-pods', extraArgs: ['--ignore-sigterm'] };
-  const { namespace, recording } = withHook
+  const scenario = withHook
     ? await setUpWithHook(t, 'lfl-operator', { ...options, annotations: { 'leaderhook.io/termination-grace-period-seconds': '10' } })
     : await setUpWithoutHook(t, 'lfl-operator', options);
-  const { leader, standby } = await waitForSteadyLeader(recording, heartbeatName);
-  const leaderPod = recording.podNow.get(leader);
-  assert.ok(leaderPod?.metadata?.uid);
+  const { namespace, recording } = scenario;
+  const { leader, standby } = await waitForSteadyLeader(recording, lflLock.heartbeat);
+  const leaderPod = observedPod(recording, leader);
   assert.equal(leaderPod.spec?.terminationGracePeriodSeconds, 10);
   await assertLockOwnedBy(namespace, leaderPod);
 
-  const deleteIssued = Date.now();
-  await core.deleteNamespacedPod({ name: leader, namespace });
-  const newLock = await waitForNewLock(recording, leader);
-  assert.equal(lockOwnerName(newLock.object), standby);
-  await waitForNewLeaderRunning(recording, standby, heartbeatName);
-  await waitForPodGone(recording, leader);
-  await sleep(1000);
-  await recording.stop();
-  assert.deepEqual(recording.errors, []);
+  const { deleteIssued, newLeader } = await deleteLeader(scenario, lflLock, leader);
+  assert.equal(newLeader, standby, 'the standby took the lock');
+  await finishRecording(recording);
 
   printTimeline(
     t,
@@ -455,18 +360,15 @@ async function ignoresSigterm(t: TestContext, withHook: boolean): Promise<void> 
   );
   t.diagnostic(`lock ${lockPath(recording, leader)}`);
 
-  const exited = recording.pods.find((event) => event.object.metadata?.name === leader && operatorStatus(event.object)?.state?.terminated);
-  const lockGone = recording.configMaps.find((event) => event.type === 'DELETED' && event.object.metadata?.name === LFL_LOCK);
+  const exited = operatorExited(recording, leader);
   const deletion = recording.pods.find((event) => event.object.metadata?.name === leader && event.object.metadata.deletionTimestamp)?.object.metadata
     ?.deletionTimestamp;
   assert.ok(logOf(recording, leader, 'signal ignored'), 'the old leader got SIGTERM and ignored it');
   assert.equal(operatorStatus(exited?.object)?.state?.terminated?.exitCode, 137, 'the old leader was killed (SIGKILL)');
   assert.ok(deletion, 'the deletion deadline was observed');
-  const lastOld = heartbeats(recording, heartbeatName)
-    .filter((beat) => beat.holder === leader)
-    .at(-1);
+  const lastOld = lastHeartbeatOf(recording, lflLock, leader);
   assert.ok(lastOld && lastOld.at > deleteIssued + 5_000, 'the old leader kept leading after its SIGTERM, until it was killed');
-  assertBefore({ label: 'old container killed', at: exited?.rv }, { label: 'lock ConfigMap gone', at: lockGone?.rv });
+  assertBefore({ label: 'old container killed', at: exited?.rv }, { label: 'lock ConfigMap gone', at: lockGone(recording, lflLock)?.rv });
   if (withHook) {
     assertInjected(recording);
     assert.deepEqual(
@@ -488,102 +390,51 @@ async function ignoresSigterm(t: TestContext, withHook: boolean): Promise<void> 
   } else {
     assertNotInjected(recording);
   }
-  assertOneLeaderAtEveryHeartbeat(
-    heartbeats(recording, heartbeatName),
-    recording.configMaps.filter((event) => event.object.metadata?.name === LFL_LOCK),
-    lockOwnerName,
-    [leader, standby],
-  );
+  assertOneLeaderThroughout(recording, lflLock, [leader, standby]);
 }
 
 /** The baseline's Lease scenario with leaderhook: the hook writes the leaderless record (R1) and another pod takes the lease at its next retry. */
 async function leaseFailoverWithHook(t: TestContext): Promise<void> {
-  const heartbeatName = `${LEASE_LOCK}-heartbeat`;
-  const { namespace, recording } = await setUpWithHook(t, 'lease-operator', { shape: 'deployment' });
-  const { leader } = await waitForSteadyLeader(recording, heartbeatName);
-  const lease = await waitForRecorded(
-    recording,
-    'the lease',
-    async () => recording.leases.filter((event) => event.object.metadata?.name === LEASE_LOCK).at(-1)?.object,
-    10_000,
-  );
-  assert.equal(leaseHolder(lease), leader, `lease holderIdentity ${lease.spec?.holderIdentity} is the leader's hostname_uuid`);
+  const scenario = await setUpWithHook(t, 'lease-operator', { shape: 'deployment' });
+  const { recording } = scenario;
+  const takeover = await failOverLease(scenario);
+  const { leader, deleteIssued, newLeader, taken: acquired } = takeover;
+  await finishRecording(recording);
 
-  const deleteIssued = Date.now();
-  await core.deleteNamespacedPod({ name: leader, namespace });
-  const acquired = await waitForRecorded(
-    recording,
-    'another pod to hold the lease',
-    async () =>
-      recording.leases.find(
-        (event) => event.object.metadata?.name === LEASE_LOCK && event.at > deleteIssued && leaseHolder(event.object) && leaseHolder(event.object) !== leader,
-      ),
-    failoverTimeoutMs,
-  );
-  const newLeader = leaseHolder(acquired.object) ?? '';
-  await waitForNewLeaderRunning(recording, newLeader, heartbeatName);
-  await waitForPodGone(recording, leader);
-  await sleep(1000);
-  await recording.stop();
-  assert.deepEqual(recording.errors, []);
-
-  const leaseEvents = recording.leases.filter((event) => event.object.metadata?.name === LEASE_LOCK);
-  const lastRenewal = leaseEvents.filter((event) => leaseHolder(event.object) === leader).at(-1)?.object.spec;
-  const lastRenewedAt = lastRenewal?.renewTime ? new Date(lastRenewal.renewTime).getTime() : undefined;
-  const oldExpiry = lastRenewedAt === undefined ? undefined : lastRenewedAt + (lastRenewal?.leaseDurationSeconds ?? 0) * 1000;
-  const leaderless = leaseEvents.find((event) => event.at > deleteIssued && !event.object.spec?.holderIdentity);
-  const beats = heartbeats(recording, heartbeatName);
-  const exited = recording.pods.find((event) => event.object.metadata?.name === leader && operatorStatus(event.object)?.state?.terminated);
-  const podGone = recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === leader);
-  const stopped = logOf(recording, leader, 'stopped');
-  const became = logOf(recording, newLeader, 'became leader');
+  const oldExpiry = lastRenewal(recording, leader).expiresAt;
+  const leaderless = leaseLock.events(recording).find((event) => event.at > deleteIssued && !event.object.spec?.holderIdentity);
   const released = releaseEvents(recording, leader, 'R1');
-  const acquireTime = acquired.object.spec?.acquireTime ? new Date(acquired.object.spec.acquireTime).getTime() : undefined;
 
   printTimeline(
     t,
     'lease-operator with leaderhook',
     [
-      ...mark('delete issued', deleteIssued),
-      ...mark('old leader logged "stopping" (SIGTERM)', logOf(recording, leader, 'stopping')?.at),
-      ...mark('old leader wrote its last heartbeat', beats.filter((beat) => beat.holder === leader).at(-1)?.at),
-      ...mark('old leader logged "stopped"', stopped?.at),
-      ...mark('old container seen exited (watch)', exited?.at),
+      ...oldLeaderMarks(recording, leaseLock, leader, deleteIssued),
+      ...mark('old container seen exited (watch)', operatorExited(recording, leader)?.at),
       ...hookMarks(hookSigtermLine(recording, leader)),
       ...mark('leaderless lease record seen (watch)', leaderless?.at),
       ...mark(`LeaderLockReleased Event for the old pod (watch): ${released[0]?.object.message ?? ''}`, released[0]?.at),
-      ...mark('old pod object gone (watch)', podGone?.at),
-      ...mark('lease last renewed by the old leader (renewTime)', lastRenewedAt),
-      ...mark(`old lease would have expired (renewTime + ${lastRenewal?.leaseDurationSeconds} s)`, oldExpiry),
-      ...mark(`lease acquired by ${newLeader} (acquireTime)`, acquireTime),
-      ...mark('lease holder change seen (watch)', acquired.at),
-      ...mark('new leader logged "became leader"', became?.at),
-      ...mark('new leader wrote its first heartbeat', beats.find((beat) => beat.holder === newLeader)?.at),
+      ...mark('old pod object gone (watch)', podGone(recording, leader)?.at),
+      ...leaseMarks(recording, leader, takeover, 'old lease would have expired'),
+      ...newLeaderMarks(recording, leaseLock, newLeader),
     ],
     deleteIssued,
     out,
   );
-  t.diagnostic(`new leader ${newLeader} is ${whoLed(recording, newLeader, deleteIssued)}`);
+  t.diagnostic(whoLeads(recording, newLeader, deleteIssued));
 
   assertInjected(recording);
-  assert.equal(
-    released.length,
-    1,
-    `one R1 LeaderLockReleased Event for ${leader}: ${JSON.stringify(recording.events.map((e) => [e.object.reason, e.object.message]))}`,
-  );
-  assert.match(released[0]?.object.message ?? '', new RegExp(`Lease/${LEASE_LOCK}`));
+  assertReleasedByR1(recording, leaseLock, leader);
   assert.ok(leaderless, 'the hook wrote the leaderless record');
   assert.equal(leaderless.object.spec?.holderIdentity, '', 'released: holderIdentity ""');
   assert.equal(leaderless.object.spec?.leaseDurationSeconds, 1, 'released: leaseDurationSeconds 1');
-  assertBefore({ label: '"stopped" of the old leader', at: stopped?.at }, { label: 'leaderless record', at: leaderless.at });
-  assertBefore({ label: '"stopped" of the old leader', at: stopped?.at }, { label: "the hook's SIGTERM", at: signalTime(recording, leader) });
+  assertBefore({ label: '"stopped" of the old leader', at: logOf(recording, leader, 'stopped')?.at }, { label: 'leaderless record', at: leaderless.at });
   assertBefore({ label: 'leaderless record', at: leaderless.rv }, { label: 'lease acquired', at: acquired.rv });
   assert.ok(
     oldExpiry !== undefined && acquired.at < oldExpiry - 5_000,
     `the lease moved (${acquired.at}) well before the old one would have expired (${oldExpiry})`,
   );
-  assert.deepEqual([...new Set(loggedBy(recording, 'became leader').map((line) => line.pod))], [leader, newLeader]);
-  assertOneLeaderAtEveryHeartbeat(beats, leaseEvents, leaseHolder, [leader, newLeader]);
+  assertHandover(recording, leaseLock, leader, newLeader);
 }
 
 describe('failover with leaderhook', () => {
