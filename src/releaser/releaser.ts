@@ -493,27 +493,34 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     return list.items.filter((l) => isOwnLease(l, podName));
   }
 
-  /** Deletes the own lock exactly as read; on a conflict re-reads once and retries if it is still ours. */
-  async function releaseOwnConfigMap(cm: ConfigMap, signal: AbortSignal): Promise<'released' | 'moved'> {
-    const name = cm.metadata?.name as string;
-    const opts = { signal, timeoutMs: releaseTimeoutMs };
+  /**
+   * Applies `release` to a lock as it was read. On a conflict (someone wrote
+   * it in between) re-reads it once and tries again only while it is still
+   * this pod's; gone, or no longer ours, means someone else moved it.
+   */
+  async function releaseAsRead<T>(
+    read: T,
+    release: (lock: T) => Promise<unknown>,
+    reread: () => Promise<T>,
+    stillOurs: (lock: T) => boolean,
+  ): Promise<'released' | 'moved'> {
     try {
-      await client.deleteConfigMap(ns, name, { uid: cm.metadata?.uid, resourceVersion: cm.metadata?.resourceVersion }, opts);
+      await release(read);
       return 'released';
     } catch (err) {
       if (isNotFound(err)) return 'moved';
       if (!isConflict(err)) throw err;
     }
-    let fresh: ConfigMap;
+    let fresh: T;
     try {
-      fresh = await client.getConfigMap(ns, name, opts);
+      fresh = await reread();
     } catch (err) {
       if (isNotFound(err)) return 'moved';
       throw err;
     }
-    if (lockOwner(fresh)?.uid !== podUid) return 'moved';
+    if (!stillOurs(fresh)) return 'moved';
     try {
-      await client.deleteConfigMap(ns, name, { uid: fresh.metadata?.uid, resourceVersion: fresh.metadata?.resourceVersion }, opts);
+      await release(fresh);
       return 'released';
     } catch (err) {
       if (isNotFound(err) || isConflict(err)) return 'moved';
@@ -521,32 +528,28 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     }
   }
 
-  /** Writes the leaderless record over the own Lease; on a conflict re-reads once and retries if it is still ours. */
-  async function releaseOwnLease(lease: Lease, signal: AbortSignal): Promise<'released' | 'moved'> {
+  /** Deletes the own lock with preconditions {uid, resourceVersion} of what was read. */
+  function releaseOwnConfigMap(cm: ConfigMap, signal: AbortSignal): Promise<'released' | 'moved'> {
+    const name = cm.metadata?.name as string;
+    const opts = { signal, timeoutMs: releaseTimeoutMs };
+    return releaseAsRead(
+      cm,
+      (lock) => client.deleteConfigMap(ns, name, { uid: lock.metadata?.uid, resourceVersion: lock.metadata?.resourceVersion }, opts),
+      () => client.getConfigMap(ns, name, opts),
+      (lock) => lockOwner(lock)?.uid === podUid,
+    );
+  }
+
+  /** Writes the leaderless record over the own Lease, guarded by the resourceVersion read. */
+  function releaseOwnLease(lease: Lease, signal: AbortSignal): Promise<'released' | 'moved'> {
     const name = lease.metadata?.name as string;
     const opts = { signal, timeoutMs: releaseTimeoutMs };
-    try {
-      await client.updateLease(ns, releasedLease(lease, clock.now()), opts);
-      return 'released';
-    } catch (err) {
-      if (isNotFound(err)) return 'moved';
-      if (!isConflict(err)) throw err;
-    }
-    let fresh: Lease;
-    try {
-      fresh = await client.getLease(ns, name, opts);
-    } catch (err) {
-      if (isNotFound(err)) return 'moved';
-      throw err;
-    }
-    if (!isOwnLease(fresh, podName)) return 'moved';
-    try {
-      await client.updateLease(ns, releasedLease(fresh, clock.now()), opts);
-      return 'released';
-    } catch (err) {
-      if (isNotFound(err) || isConflict(err)) return 'moved';
-      throw err;
-    }
+    return releaseAsRead(
+      lease,
+      (current) => client.updateLease(ns, releasedLease(current, clock.now()), opts),
+      () => client.getLease(ns, name, opts),
+      (current) => isOwnLease(current, podName),
+    );
   }
 
   async function releaseOwn(t: number, signal: AbortSignal, result: TerminateResult): Promise<void> {
