@@ -16,8 +16,8 @@ import { runReleaser } from '../../../src/releaser/releaser.ts';
 interface Script {
   pod: () => Pod | undefined;
   locks: ConfigMap[];
-  /** Return true when the request was answered (or deliberately left hanging). */
-  override?: (req: IncomingMessage, res: ServerResponse, url: URL, body: string) => boolean;
+  /** Return true when the request was answered (or deliberately left hanging); `json` answers and returns true. */
+  override?: (req: IncomingMessage, res: ServerResponse, url: URL, body: string, json: (code: number, obj: unknown) => true) => boolean;
 }
 
 const servers: Server[] = [];
@@ -37,11 +37,12 @@ async function fakeApi(script: Script): Promise<{ url: string; calls: string[] }
       const url = new URL(req.url ?? '/', 'http://x');
       const watch = url.searchParams.get('watch') === 'true';
       calls.push(`${req.method} ${url.pathname}${watch ? ' (watch)' : ''}`);
-      if (script.override?.(req, res, url, body)) return;
-      const json = (code: number, obj: unknown) => {
+      const json = (code: number, obj: unknown): true => {
         res.writeHead(code, { 'Content-Type': 'application/json' });
         res.end(JSON.stringify(obj));
+        return true;
       };
+      if (script.override?.(req, res, url, body, json)) return;
       if (watch) {
         res.writeHead(200, { 'Content-Type': 'application/json' });
         res.write('');
@@ -81,6 +82,19 @@ async function start(url: string, releaseTimeoutMs = 1500) {
   return { releaser, lines, client };
 }
 
+/** Starts the hook, waits until it is ready, runs `beforeSigterm`, then the SIGTERM path; stops it again. */
+async function terminate(url: string, options: { releaseTimeoutMs?: number; beforeSigterm?: () => void } = {}) {
+  const { releaser, lines, client } = await start(url, options.releaseTimeoutMs);
+  await releaser.ready;
+  options.beforeSigterm?.();
+  const t0 = performance.now();
+  const result = await releaser.onTerminate();
+  const elapsedMs = performance.now() - t0;
+  await releaser.stop();
+  client.close();
+  return { result, lines, elapsedMs };
+}
+
 describe('onTerminate', () => {
   it('releases the own lock from the watch cache with its uid and resourceVersion as preconditions', async () => {
     let deleteBody = '';
@@ -92,11 +106,7 @@ describe('onTerminate', () => {
         return false;
       },
     });
-    const { releaser, lines, client } = await start(api.url);
-    await releaser.ready;
-    const result = await releaser.onTerminate();
-    await releaser.stop();
-    client.close();
+    const { result, lines } = await terminate(api.url);
     assert.deepEqual(result.released, ['ConfigMap/op-lock']);
     assert.deepEqual(JSON.parse(deleteBody).preconditions, { uid: 'cm-1', resourceVersion: '7' });
     assert.ok(lines.some((l) => /^SIGTERM: released ConfigMap\/op-lock/.test(l.msg)));
@@ -106,15 +116,8 @@ describe('onTerminate', () => {
   it('gives up within releaseTimeoutMs when the API server stops answering, and says so', async () => {
     let hang = false;
     const api = await fakeApi({ pod: () => deleting(30), locks: [ownLock()], override: () => hang });
-    const { releaser, lines, client } = await start(api.url, 300);
-    await releaser.ready;
-    hang = true;
-    const t0 = performance.now();
-    const result = await releaser.onTerminate();
-    const elapsed = performance.now() - t0;
-    await releaser.stop();
-    client.close();
-    assert.ok(elapsed < 600, `bounded (${elapsed.toFixed(0)} ms)`);
+    const { result, lines, elapsedMs } = await terminate(api.url, { releaseTimeoutMs: 300, beforeSigterm: () => (hang = true) });
+    assert.ok(elapsedMs < 600, `bounded (${elapsedMs.toFixed(0)} ms)`);
     assert.deepEqual(result.released, []);
     assert.ok(lines.some((l) => /^SIGTERM: release gave up after 300 ms/.test(l.msg)));
   });
@@ -124,28 +127,20 @@ describe('onTerminate', () => {
     const api = await fakeApi({
       pod: () => deleting(30),
       locks: [ownLock('7')],
-      override: (req, res, url) => {
+      override: (req, _res, url, _body, json) => {
         if (req.method === 'DELETE' && url.pathname.endsWith('/configmaps/op-lock')) {
           deletes++;
           if (deletes === 1) {
-            res.writeHead(409, { 'Content-Type': 'application/json' });
-            res.end(JSON.stringify({ kind: 'Status', code: 409, reason: 'Conflict', message: 'precondition failed' }));
-            return true;
+            return json(409, { kind: 'Status', code: 409, reason: 'Conflict', message: 'precondition failed' });
           }
         }
         if (req.method === 'GET' && url.pathname.endsWith('/configmaps/op-lock')) {
-          res.writeHead(200, { 'Content-Type': 'application/json' });
-          res.end(JSON.stringify(ownLock('8')));
-          return true;
+          return json(200, ownLock('8'));
         }
         return false;
       },
     });
-    const { releaser, client } = await start(api.url);
-    await releaser.ready;
-    const result = await releaser.onTerminate();
-    await releaser.stop();
-    client.close();
+    const { result } = await terminate(api.url);
     assert.equal(deletes, 2);
     assert.deepEqual(result.released, ['ConfigMap/op-lock']);
   });
@@ -155,28 +150,20 @@ describe('onTerminate', () => {
     const api = await fakeApi({
       pod: () => deleting(30),
       locks: [ownLock('7')],
-      override: (req, res, url) => {
+      override: (req, _res, url, _body, json) => {
         if (req.method === 'DELETE' && url.pathname.endsWith('/configmaps/op-lock')) {
           deletes++;
-          res.writeHead(409, { 'Content-Type': 'application/json' });
-          res.end(JSON.stringify({ kind: 'Status', code: 409, reason: 'Conflict', message: 'precondition failed' }));
-          return true;
+          return json(409, { kind: 'Status', code: 409, reason: 'Conflict', message: 'precondition failed' });
         }
         if (req.method === 'GET' && url.pathname.endsWith('/configmaps/op-lock')) {
           const other = ownLock('9');
           other.metadata = { ...other.metadata, uid: 'cm-2', ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'op-1', uid: 'uid-other' }] };
-          res.writeHead(200, { 'Content-Type': 'application/json' });
-          res.end(JSON.stringify(other));
-          return true;
+          return json(200, other);
         }
         return false;
       },
     });
-    const { releaser, client } = await start(api.url);
-    await releaser.ready;
-    const result = await releaser.onTerminate();
-    await releaser.stop();
-    client.close();
+    const { result } = await terminate(api.url);
     assert.equal(deletes, 1);
     assert.deepEqual(result.released, []);
     assert.deepEqual(result.moved, ['ConfigMap/op-lock']);
@@ -187,21 +174,14 @@ describe('onTerminate', () => {
     const api = await fakeApi({
       pod: () => deleting(30),
       locks: [ownLock()],
-      override: (_req, res, url) => {
+      override: (_req, _res, url, _body, json) => {
         if (failPod && url.pathname.endsWith('/pods/op-0')) {
-          res.writeHead(503, { 'Content-Type': 'application/json' });
-          res.end(JSON.stringify({ kind: 'Status', code: 503, reason: 'ServiceUnavailable', message: 'down' }));
-          return true;
+          return json(503, { kind: 'Status', code: 503, reason: 'ServiceUnavailable', message: 'down' });
         }
         return false;
       },
     });
-    const { releaser, client } = await start(api.url);
-    await releaser.ready;
-    failPod = true;
-    const result = await releaser.onTerminate();
-    await releaser.stop();
-    client.close();
+    const { result } = await terminate(api.url, { beforeSigterm: () => (failPod = true) });
     assert.equal(!result.decision.release && result.decision.refusal, 'ownPodUnreadable');
     assert.ok(!api.calls.some((c) => c.startsWith('DELETE')));
   });
