@@ -33,16 +33,8 @@ export function releaseOptionsFromFlags(values: FlagValues): ReleaseProcessOptio
  */
 export async function runReleaseCommand(values: FlagValues): Promise<void> {
   const logger = createLogger('release-hook');
-  let options: ReleaseProcessOptions;
   try {
-    options = releaseOptionsFromFlags(values);
-  } catch (error) {
-    logger.error({ err: (error as Error).message }, 'release hook cannot start; idling until SIGTERM (garbage collection remains the fallback)');
-    idleUntilSignal();
-    return;
-  }
-  try {
-    await startReleaseProcess({ ...options, logger });
+    await startReleaseProcess({ ...releaseOptionsFromFlags(values), logger });
   } catch (error) {
     logger.error({ err: (error as Error).message }, 'release hook cannot start; idling until SIGTERM (garbage collection remains the fallback)');
     idleUntilSignal();

@@ -1,12 +1,11 @@
 import type { V1ResourceRequirements } from '@kubernetes/client-node';
 import { UsageError, type FlagValues } from '../flags.ts';
-import type { InjectionSettings } from '../injector/index.ts';
+import { type InjectionSettings, isResourceQuantity } from '../injector/index.ts';
 import { createLogger } from '../log.ts';
 import { version } from '../version.ts';
 import { startWebhookServer } from '../webhook/server.ts';
 
 const PULL_POLICIES = ['Always', 'IfNotPresent', 'Never'] as const;
-const QUANTITY = /^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
 /**
  * SIGTERM: fail /readyz for 2 s (endpoints catch up), stop accepting, give
  * in-flight reviews 6.5 s, and exit 0 within 10 s whatever happens.
@@ -19,7 +18,7 @@ function hookResources(values: FlagValues): V1ResourceRequirements {
   const pick = (flag: string): string | undefined => {
     const value = values[flag] as string | undefined;
     if (value === undefined || value === '') return undefined;
-    if (!QUANTITY.test(value)) throw new UsageError(`--${flag}: "${value}" is not a resource quantity (for example 10m, 48Mi)`);
+    if (!isResourceQuantity(value)) throw new UsageError(`--${flag}: "${value}" is not a resource quantity (for example 10m, 48Mi)`);
     return value;
   };
   const requests: Record<string, string> = {};

@@ -10,6 +10,7 @@
  */
 import type { V1Container, V1EnvVar, V1Pod, V1ResourceRequirements, V1Volume } from '@kubernetes/client-node';
 import fastJsonPatch from 'fast-json-patch';
+import { annotations } from '../annotations.ts';
 import type { InjectionReason, InjectionResult, InjectionSettings } from './types.ts';
 
 export type { InjectionReason, InjectionResult, InjectionSettings } from './types.ts';
@@ -19,17 +20,7 @@ export const HOOK_TOKEN_VOLUME_NAME = 'leaderhook-api-access';
 /** Where client libraries look for the service-account token, CA and namespace. */
 export const SERVICE_ACCOUNT_MOUNT_PATH = '/var/run/secrets/kubernetes.io/serviceaccount';
 
-export const annotations = {
-  inject: 'leaderhook.io/inject',
-  injected: 'leaderhook.io/injected',
-  gracePeriod: 'leaderhook.io/termination-grace-period-seconds',
-  observe: 'leaderhook.io/observe',
-  lock: 'leaderhook.io/lock',
-  hookCpuRequest: 'leaderhook.io/hook-cpu-request',
-  hookMemoryRequest: 'leaderhook.io/hook-memory-request',
-  hookCpuLimit: 'leaderhook.io/hook-cpu-limit',
-  hookMemoryLimit: 'leaderhook.io/hook-memory-limit',
-} as const;
+export { annotations };
 
 /** Set by the kubelet on the API object that mirrors a static pod. */
 const MIRROR_POD_ANNOTATION = 'kubernetes.io/config.mirror';
@@ -197,6 +188,10 @@ function tokenVolume(): V1Volume {
 /** A Kubernetes resource quantity: digits, an optional fraction, an optional suffix. */
 const QUANTITY = /^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|e[0-9]+)?$/;
 
+export function isResourceQuantity(value: string): boolean {
+  return QUANTITY.test(value);
+}
+
 function hookResources(pod: Pod, defaults: V1ResourceRequirements, warnings: string[]): V1ResourceRequirements {
   const resources: V1ResourceRequirements = structuredClone(defaults);
   const overrides = [
@@ -208,7 +203,7 @@ function hookResources(pod: Pod, defaults: V1ResourceRequirements, warnings: str
   for (const [annotation, kind, resource] of overrides) {
     const value = pod.metadata?.annotations?.[annotation];
     if (value === undefined) continue;
-    if (!QUANTITY.test(value)) {
+    if (!isResourceQuantity(value)) {
       warnings.push(`leaderhook: ignoring ${annotation}: "${value}" is not a quantity (like 50m, 64Mi)`);
       continue;
     }

@@ -3,10 +3,8 @@
  * Nothing here reads a clock, the network or the environment, so each rule
  * and each refusal is tested on its own.
  */
+import { annotations } from '../annotations.ts';
 import type { ConfigMap, Lease, OwnerReference, Pod } from '../kube/types.ts';
-
-export const lockAnnotation = 'leaderhook.io/lock';
-export const observeAnnotation = 'leaderhook.io/observe';
 
 /** A holder looked up live and not found (404). */
 export const notFound = Symbol('notFound');
@@ -259,11 +257,11 @@ export function microTime(ms: number): string {
 
 /** Whether the pod's annotations ask for observe mode; undefined when they say nothing. */
 export function observeFromAnnotations(pod: Pod | undefined): boolean | undefined {
-  const value = pod?.metadata?.annotations?.[observeAnnotation];
+  const value = pod?.metadata?.annotations?.[annotations.observe];
   if (value === undefined) return undefined;
   return /^(true|1|yes)$/i.test(value.trim());
 }
 
 export function lockNameFromAnnotations(pod: Pod | undefined): string | undefined {
-  return pod?.metadata?.annotations?.[lockAnnotation]?.trim() || undefined;
+  return pod?.metadata?.annotations?.[annotations.lock]?.trim() || undefined;
 }
