@@ -11,28 +11,19 @@
  * test/operators/build.sh).
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { CoreV1Event, V1ConfigMap, V1Deployment, V1Pod } from '@kubernetes/client-node';
-import { parseAllDocuments } from 'yaml';
+import type { CoreV1Event, V1ConfigMap, V1Pod } from '@kubernetes/client-node';
 import { core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
-import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl } from '../support/leaderhook.ts';
+import { applyOperatorRbac, operatorManifest } from '../support/failover.ts';
+import { grantReleaseHook, INJECTION_LABEL, installLeaderhook } from '../support/leaderhook.ts';
 
-const operators = path.join(import.meta.dirname, '../operators');
 const LOCK = 'lfl-operator-lock';
 const DEADLINE_SECONDS = 25;
 
-/** The lfl-operator pod template of test/operators, as a bare pod, without the POD_NAME the webhook adds. */
+/** The lfl-operator pod of test/operators as a bare pod, without the POD_NAME the webhook adds. */
 function operatorPod(name: string, activeDeadlineSeconds?: number): V1Pod {
-  const deployment = parseAllDocuments(readFileSync(path.join(operators, 'manifests/lfl-operator.yaml'), 'utf8'))
-    .map((d) => d.toJS() as V1Deployment)
-    .find((o) => o?.kind === 'Deployment')!;
-  const spec = structuredClone(deployment.spec!.template.spec!);
-  for (const c of spec.containers) c.env = (c.env ?? []).filter((e) => e.name !== 'POD_NAME' && e.name !== 'POD_NAMESPACE');
-  if (activeDeadlineSeconds) spec.activeDeadlineSeconds = activeDeadlineSeconds;
-  spec.restartPolicy = 'Never';
-  return { metadata: { name, labels: { 'app.kubernetes.io/name': 'lfl-operator' } }, spec };
+  const { metadata, spec } = operatorManifest('lfl-operator', { withoutPodNameEnv: true }).spec.template;
+  return { metadata: { ...metadata, name }, spec: { ...spec!, restartPolicy: 'Never', ...(activeDeadlineSeconds ? { activeDeadlineSeconds } : {}) } };
 }
 
 async function lockOwner(namespace: string): Promise<string | undefined> {
@@ -51,10 +42,7 @@ describe('a leader that ends Failed without being deleted (kubelet: activeDeadli
   before(async () => {
     uninstall = await installLeaderhook();
     ns = await createTestNamespace('e2e-terminal', INJECTION_LABEL);
-    const rbacYaml = readFileSync(path.join(operators, 'rbac.yaml'), 'utf8');
-    const objects = parseAllDocuments(rbacYaml).map((d) => d.toJS() as { kind: string; subjects?: { namespace?: string }[] });
-    for (const o of objects) for (const s of o.subjects ?? []) s.namespace = ns.name;
-    kubectl(['apply', '-n', ns.name, '-f', '-'], objects.map((o) => JSON.stringify(o)).join('\n'));
+    await applyOperatorRbac(ns.name);
     await grantReleaseHook(ns.name, 'test-operator');
   });
   after(async () => {

@@ -30,6 +30,7 @@ import {
   type V1Deployment,
   type V1Lease,
   type V1Pod,
+  type V1PodTemplateSpec,
   type V1Role,
   type V1RoleBinding,
   type V1ServiceAccount,
@@ -315,8 +316,8 @@ export async function applyOperatorRbac(namespace: string): Promise<void> {
   }
 }
 
-/** Creates `operator` from test/operators/manifests in `namespace`, as a Deployment or two bare pods (`<operator>-a`, `-b`). */
-export async function createOperator(namespace: string, operator: string, options: OperatorOptions): Promise<void> {
+/** The Deployment of test/operators/manifests/<operator>.yaml, its pod template adjusted by `options`. */
+export function operatorManifest(operator: string, options: Omit<OperatorOptions, 'shape'>): V1Deployment & { spec: { template: V1PodTemplateSpec } } {
   const [deployment] = loadAllYaml(readFileSync(join(operatorsDir, 'manifests', `${operator}.yaml`), 'utf8')) as V1Deployment[];
   assert.ok(deployment?.spec?.template?.spec, `test/operators/manifests/${operator}.yaml holds a Deployment`);
   const template = deployment.spec.template;
@@ -326,12 +327,18 @@ export async function createOperator(namespace: string, operator: string, option
     if (options.extraArgs) c.args = [...(c.args ?? []), ...options.extraArgs];
   }
   if (options.annotations) template.metadata = { ...template.metadata, annotations: { ...template.metadata?.annotations, ...options.annotations } };
+  return deployment as V1Deployment & { spec: { template: V1PodTemplateSpec } };
+}
+
+/** Creates `operator` from test/operators/manifests in `namespace`, as a Deployment or two bare pods (`<operator>-a`, `-b`). */
+export async function createOperator(namespace: string, operator: string, options: OperatorOptions): Promise<void> {
+  const deployment = operatorManifest(operator, options);
   if (options.shape === 'deployment') {
     await apps.createNamespacedDeployment({ namespace, body: deployment });
     return;
   }
+  const { metadata, spec } = deployment.spec.template;
   for (const suffix of ['a', 'b']) {
-    const { metadata, spec } = template;
     await core.createNamespacedPod({ namespace, body: { metadata: { ...metadata, name: `${operator}-${suffix}` }, spec } });
   }
 }
