@@ -5,7 +5,7 @@ import { gzipSync } from 'node:zlib';
 import type { V1Pod } from '@kubernetes/client-node';
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import { INJECTOR_ERROR_WARNING } from '../../../src/webhook/app.ts';
-import { type HttpResult, postJson, readTestdata, startTestServer, type TestServer } from './support.ts';
+import { eventually, type HttpResult, postJson, readTestdata, startTestServer, type TestServer } from './support.ts';
 
 interface ReviewAnswer {
   apiVersion: string;
@@ -216,15 +216,45 @@ describe('webhook server', () => {
     assert.match(text, /process_cpu_seconds_total/);
   });
 
-  it('refuses a client that does not trust the certificate, and keeps serving', async () => {
-    await new Promise<void>((resolve) => {
-      const socket = connect({ host: '127.0.0.1', port: server.webhook.address.port, rejectUnauthorized: true });
-      socket.on('error', () => resolve());
+  it('fails the TLS handshake of a client that does not trust the certificate, and keeps serving', async () => {
+    const port = server.webhook.address.port;
+    const failedHandshakes = () => server.lines.filter((l) => l.msg === 'TLS handshake failed').length;
+    const failedBefore = failedHandshakes();
+
+    // No CA given: the client knows only the public roots, so it must refuse the test CA's certificate.
+    const error = await new Promise<NodeJS.ErrnoException>((resolve, reject) => {
+      const socket = connect({ host: '127.0.0.1', port, rejectUnauthorized: true });
+      socket.setTimeout(5000, () => {
+        socket.destroy();
+        reject(new Error('the TLS handshake neither completed nor failed within 5 s'));
+      });
       socket.on('secureConnect', () => {
         socket.destroy();
-        resolve();
+        reject(new Error(`the handshake completed (authorized: ${socket.authorized}) for a client that does not trust the certificate`));
       });
+      socket.on('error', resolve);
     });
+    assert.equal(error.code, 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', error.message);
+    const logged = await eventually(
+      async () => failedHandshakes(),
+      (count) => count > failedBefore,
+    );
+    assert.equal(logged, failedBefore + 1, 'the server saw the handshake fail');
+
+    // The same connection with the test CA completes, so the refusal above is the missing trust and nothing else.
+    const authorized = await new Promise<boolean>((resolve, reject) => {
+      const socket = connect({ host: '127.0.0.1', port, ca: server.ca, rejectUnauthorized: true });
+      socket.setTimeout(5000, () => {
+        socket.destroy();
+        reject(new Error('the trusting client got no TLS handshake within 5 s'));
+      });
+      socket.on('secureConnect', () => {
+        socket.destroy();
+        resolve(socket.authorized);
+      });
+      socket.on('error', reject);
+    });
+    assert.equal(authorized, true);
     assert.equal((await server.request('/healthz')).status, 200);
   });
 });
