@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { connect } from 'node:tls';
 import { gzipSync } from 'node:zlib';
@@ -196,26 +199,6 @@ describe('webhook server', () => {
     assert.equal(ready.status, 200);
   });
 
-  it('exports the admission and certificate metrics', async () => {
-    const result = await server.request('/metrics');
-    assert.equal(result.status, 200);
-    assert.match(result.headers['content-type'] as string, /^text\/plain; version=0.0.4/);
-    const text = result.body;
-    const injected = /leaderhook_admissions_total\{outcome="injected",reason="injected"\} (\d+)/.exec(text);
-    assert.ok(injected && Number(injected[1]) >= 3, `injected admissions counted:\n${text.slice(0, 2000)}`);
-    assert.match(text, /leaderhook_admissions_total\{outcome="skipped",reason="alreadyInjected"\} [1-9]/);
-    assert.match(text, /leaderhook_admissions_total\{outcome="error",reason="injectorError"\} 0/);
-    assert.match(text, /leaderhook_admissions_total\{outcome="skipped",reason="notCreate"\} 1/);
-    assert.match(text, /leaderhook_admission_duration_seconds_count\{outcome="injected"\} [1-9]/);
-    assert.match(text, /leaderhook_admission_rejected_requests_total\{status="400"\} [1-9]/);
-    assert.match(text, /leaderhook_admission_rejected_requests_total\{status="413"\} 1/);
-    assert.match(text, /leaderhook_certificate_reloads_total 1/);
-    assert.match(text, /leaderhook_certificate_reload_errors_total 0/);
-    const expiry = /leaderhook_certificate_expiry_timestamp_seconds (\d+)/.exec(text);
-    assert.ok(expiry && Number(expiry[1]) > Date.now() / 1000, 'expiry is in the future');
-    assert.match(text, /process_cpu_seconds_total/);
-  });
-
   it('fails the TLS handshake of a client that does not trust the certificate, and keeps serving', async () => {
     const port = server.webhook.address.port;
     const failedHandshakes = () => server.lines.filter((l) => l.msg === 'TLS handshake failed').length;
@@ -256,6 +239,68 @@ describe('webhook server', () => {
     });
     assert.equal(authorized, true);
     assert.equal((await server.request('/healthz')).status, 200);
+  });
+});
+
+/** The value of one series in a Prometheus text exposition, e.g. `name{label="x"}`; fails when it is absent. */
+function sampleOf(text: string, series: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  assert.ok(line, `${series} is exported:\n${text.slice(0, 2000)}`);
+  return Number(line.slice(series.length + 1));
+}
+
+describe('webhook server metrics', () => {
+  // A server of its own: every count below is exactly what this test sent, whichever other tests run.
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(async () => {
+    await server.cleanup();
+  });
+
+  it('exports the admission and certificate metrics', async () => {
+    const body = await readTestdata('kubebuilder-pod.review.json');
+    const submitted = JSON.parse(body) as { request: { uid: string; object: V1Pod } };
+    const injected = answerOf(await postJson(server, body));
+    const pod = fastJsonPatch.applyPatch(structuredClone(submitted.request.object), patchOf(injected), true, false).newDocument;
+
+    const again = structuredClone(submitted);
+    again.request.uid = 'metrics-already-injected';
+    again.request.object = pod;
+    assert.equal(answerOf(await postJson(server, JSON.stringify(again))).response.patch, undefined);
+
+    const update = JSON.parse(body);
+    update.request.uid = 'metrics-update';
+    update.request.operation = 'UPDATE';
+    update.request.oldObject = update.request.object;
+    assert.equal(answerOf(await postJson(server, JSON.stringify(update))).response.patch, undefined);
+
+    assert.equal((await postJson(server, await readTestdata('bad/not-json.txt'))).status, 400);
+    const oversized = JSON.parse(body);
+    oversized.request.object.metadata.annotations = { padding: 'x'.repeat(70 * 1024) };
+    assert.equal((await postJson(server, JSON.stringify(oversized))).status, 413);
+
+    const result = await server.request('/metrics');
+    assert.equal(result.status, 200);
+    assert.match(result.headers['content-type'] as string, /^text\/plain; version=0.0.4/);
+    const text = result.body;
+    const admissions = (outcome: string, reason: string) => sampleOf(text, `leaderhook_admissions_total{outcome="${outcome}",reason="${reason}"}`);
+    assert.equal(admissions('injected', 'injected'), 1);
+    assert.equal(admissions('skipped', 'alreadyInjected'), 1);
+    assert.equal(admissions('skipped', 'notCreate'), 1);
+    assert.equal(admissions('error', 'injectorError'), 0);
+    assert.equal(admissions('skipped', 'optedOut'), 0, 'known series start at 0');
+    assert.equal(sampleOf(text, 'leaderhook_admission_duration_seconds_count{outcome="injected"}'), 1);
+    assert.equal(sampleOf(text, 'leaderhook_admission_duration_seconds_count{outcome="skipped"}'), 2);
+    assert.equal(sampleOf(text, 'leaderhook_admission_rejected_requests_total{status="400"}'), 1);
+    assert.equal(sampleOf(text, 'leaderhook_admission_rejected_requests_total{status="413"}'), 1);
+    assert.equal(sampleOf(text, 'leaderhook_certificate_reloads_total'), 1);
+    assert.equal(sampleOf(text, 'leaderhook_certificate_reload_errors_total'), 0);
+    const notAfter = new X509Certificate(await readFile(join(server.dir, 'tls.crt'))).validToDate.getTime() / 1000;
+    assert.equal(sampleOf(text, 'leaderhook_certificate_expiry_timestamp_seconds'), notAfter, "expiry is the serving certificate's notAfter");
+    assert.ok(notAfter > Date.now() / 1000, 'expiry is in the future');
+    assert.match(text, /^process_cpu_seconds_total /m);
   });
 });
 
