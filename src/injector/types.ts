@@ -31,3 +31,27 @@ export interface InjectionResult {
   /** The pod after the patch; the submitted pod when nothing changes. */
   pod: V1Pod;
 }
+
+/**
+ * Why a workload got the warnings it got (or none): a constant for metrics, a
+ * sentence for people. Distinct from the pod reasons, so the two share the
+ * webhook's `reason` label without ambiguity.
+ */
+export type WorkloadReason =
+  /** Its pods would be injected, and something about them deserves a warning. */
+  | 'templateWarnings'
+  /** Its pods would be injected as they are: nothing to say. */
+  | 'templateClean'
+  /** Its pod template opts out (or claims to be a mirror pod): the injector would leave its pods alone. */
+  | 'templateSkipped'
+  /** Where its kind keeps a pod template, there is none with a containers list. */
+  | 'noPodTemplate'
+  /** Not one of the workload kinds leaderhook checks. */
+  | 'notAWorkload';
+
+export interface WorkloadResult {
+  reason: WorkloadReason;
+  message: string;
+  /** What the injector would warn about on each of its pods; shown by kubectl on the workload itself. */
+  warnings: string[];
+}

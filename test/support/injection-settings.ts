@@ -15,8 +15,11 @@ export const goldenSettings: InjectionSettings = {
 
 const goldenDir = path.join(import.meta.dirname, '../testdata/inject');
 
-/** The settings golden case `name` was written with: goldenSettings, overridden by NAME.settings.yaml if present. */
-export function settingsFor(name: string): InjectionSettings {
-  const file = path.join(goldenDir, `${name}.settings.yaml`);
+/**
+ * The settings golden case `name` was written with: goldenSettings, overridden
+ * by NAME.settings.yaml in `dir` (the pod goldens' by default) if present.
+ */
+export function settingsFor(name: string, dir = goldenDir): InjectionSettings {
+  const file = path.join(dir, `${name}.settings.yaml`);
   return existsSync(file) ? { ...goldenSettings, ...parse(readFileSync(file, 'utf8')) } : goldenSettings;
 }
