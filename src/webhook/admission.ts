@@ -8,6 +8,7 @@
  */
 import type { V1Status, V1UserInfo } from '@kubernetes/client-node';
 import type { Operation } from 'fast-json-patch';
+import { findWorkloadKind, WORKLOAD_KINDS } from '../injector/workloads.ts';
 
 export const ADMISSION_API_VERSION = 'admission.k8s.io/v1';
 export const ADMISSION_KIND = 'AdmissionReview';
@@ -28,8 +29,11 @@ export interface AdmissionRequest {
   namespace?: string;
   operation?: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
   userInfo?: V1UserInfo;
-  /** The submitted object; checked to be a JSON object, the injector checks the rest. */
-  object: Record<string, unknown>;
+  /**
+   * The submitted object; checked to be a JSON object, the injector checks the
+   * rest. null only for a DELETE, for which the API server sends `oldObject`.
+   */
+  object: Record<string, unknown> | null;
   oldObject?: unknown;
   dryRun?: boolean;
   options?: unknown;
@@ -59,12 +63,30 @@ export class AdmissionDecodeError extends Error {
 
 const POD_KIND: GroupVersionKind = { group: '', version: 'v1', kind: 'Pod' };
 
+function isPodKind(kind: Record<string, unknown>): boolean {
+  return kind.group === POD_KIND.group && kind.version === POD_KIND.version && kind.kind === POD_KIND.kind;
+}
+
+/** "/v1, Kind=Pod ... or a workload ...: apps/v1 Deployment, ...; batch/v1 Job, CronJob", from the one list of workload kinds. */
+function describeAcceptedKinds(): string {
+  const byGroupVersion = new Map<string, string[]>();
+  for (const w of WORKLOAD_KINDS) {
+    const groupVersion = `${w.group}/${w.version}`;
+    byGroupVersion.set(groupVersion, [...(byGroupVersion.get(groupVersion) ?? []), w.kind]);
+  }
+  const workloads = [...byGroupVersion].map(([groupVersion, kinds]) => `${groupVersion} ${kinds.join(', ')}`);
+  return `/v1, Kind=Pod (mutated) or a workload (warned about): ${workloads.join('; ')}`;
+}
+
+const ACCEPTED_KINDS = describeAcceptedKinds();
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function describe(value: unknown): string {
   if (value === null) return 'null';
+  if (value === undefined) return 'missing';
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}...` : value);
   return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
@@ -102,14 +124,17 @@ export function decodeAdmissionReview(body: unknown): AdmissionReview & { reques
   const kind = request.kind;
   if (kind === undefined || kind === null) throw new AdmissionDecodeError('request.kind is missing');
   if (!isObject(kind)) throw new AdmissionDecodeError(`request.kind must be an object, got ${describe(kind)}`);
-  if (kind.group !== POD_KIND.group || kind.version !== POD_KIND.version || kind.kind !== POD_KIND.kind) {
-    throw new AdmissionDecodeError(`request.kind must be /v1, Kind=Pod (leaderhook only mutates pods), got ${formatKind(kind)}`);
+  if (!isPodKind(kind) && findWorkloadKind(kind) === undefined) {
+    throw new AdmissionDecodeError(`request.kind must be ${ACCEPTED_KINDS}, got ${formatKind(kind)}`);
   }
   if (request.object === undefined || request.object === null) {
-    throw new AdmissionDecodeError('request.object is missing');
-  }
-  if (!isObject(request.object)) {
+    // A DELETE carries the object in oldObject only; it is answered, not refused.
+    if (request.operation !== 'DELETE') throw new AdmissionDecodeError('request.object is missing');
+    request.object = null;
+  } else if (!isObject(request.object)) {
     throw new AdmissionDecodeError(`request.object must be an object, got ${describe(request.object)}`);
+  } else {
+    checkObjectMatchesKind(request.object, kind);
   }
   if (request.dryRun !== undefined && typeof request.dryRun !== 'boolean') {
     throw new AdmissionDecodeError(`request.dryRun must be a boolean, got ${describe(request.dryRun)}`);
@@ -120,6 +145,27 @@ export function decodeAdmissionReview(body: unknown): AdmissionReview & { reques
     }
   }
   return body as unknown as AdmissionReview & { request: AdmissionRequest };
+}
+
+/**
+ * The API server sends the object in the version of request.kind, so the two
+ * agree; a review where they do not was made by hand or by mistake, and
+ * answering it would check the object as something it is not. An object
+ * without apiVersion or kind is taken to be what request.kind says.
+ */
+function checkObjectMatchesKind(object: Record<string, unknown>, kind: Record<string, unknown>): void {
+  const { apiVersion, kind: objectKind } = object;
+  const expectedApiVersion = kind.group === '' ? kind.version : `${String(kind.group)}/${String(kind.version)}`;
+  const apiVersionAgrees = apiVersion === undefined || apiVersion === expectedApiVersion;
+  const kindAgrees = objectKind === undefined || objectKind === kind.kind;
+  if (apiVersionAgrees && kindAgrees) return;
+  if (typeof apiVersion === 'string' && typeof objectKind === 'string') {
+    const groupVersion = apiVersion.includes('/') ? apiVersion : `/${apiVersion}`;
+    throw new AdmissionDecodeError(`request.kind must be ${groupVersion}, Kind=${objectKind} to match request.object, got ${formatKind(kind)}`);
+  }
+  throw new AdmissionDecodeError(
+    `request.object (apiVersion ${describe(apiVersion)}, kind ${describe(objectKind)}) does not match request.kind ${formatKind(kind)}`,
+  );
 }
 
 function review(response: AdmissionResponse): AdmissionReview {

@@ -3,22 +3,38 @@
  * handler only decodes, calls the injector, encodes (Istio, controller-runtime):
  * everything leaderhook decides about a pod lives in src/injector.
  *
+ * Pods get a patch; workloads (Deployments, Jobs, ...) get warnings about
+ * their pods and never a patch (DESIGN §8), so GitOps tools see no drift.
+ *
  * Every answer to a well-formed review is `allowed: true`; only a body that
  * is not a review at all gets a 4xx, with a message naming the problem. A
  * client's mistake is never a 500, and nothing a client sends can crash the
  * process.
  */
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
-import type { InjectionResult, InjectionSettings } from '../injector/types.ts';
+import type { InjectionResult, InjectionSettings, WorkloadResult } from '../injector/types.ts';
+import { findWorkloadKind, type WorkloadKind } from '../injector/workloads.ts';
 import type { Logger } from '../log.ts';
-import { AdmissionDecodeError, type AdmissionRequest, allowed, decodeAdmissionReview, patched } from './admission.ts';
-import { type AdmissionOutcome, INJECTOR_ERROR_REASON, NOT_CREATE_REASON, outcomeOf, type WebhookMetrics } from './metrics.ts';
+import { AdmissionDecodeError, type AdmissionRequest, type AdmissionReview, allowed, decodeAdmissionReview, patched } from './admission.ts';
+import {
+  type AdmissionOutcome,
+  INJECTOR_ERROR_REASON,
+  NOT_CREATE_OR_UPDATE_REASON,
+  NOT_CREATE_REASON,
+  outcomeOf,
+  type WebhookMetrics,
+  workloadOutcomeOf,
+} from './metrics.ts';
 
 /** The injector's contract (src/injector): pure, throws only on a bug. */
 export type Injector = (pod: unknown, settings: InjectionSettings) => InjectionResult;
 
+/** The workload checker's contract (src/injector/workloads.ts): pure, warnings only, throws only on a bug. */
+export type WorkloadChecker = (workload: unknown, settings: InjectionSettings) => WorkloadResult;
+
 export interface WebhookAppOptions {
   inject: Injector;
+  workloadWarnings: WorkloadChecker;
   injection: InjectionSettings;
   logger: Logger;
   metrics: WebhookMetrics;
@@ -34,6 +50,9 @@ export interface WebhookAppOptions {
 export const INJECTOR_ERROR_WARNING =
   'leaderhook: the release hook was not injected because of an internal webhook error; the pod is admitted unchanged (see the webhook logs)';
 
+/** Shown by kubectl when checking a workload's pod template failed; the workload is admitted as always. */
+export const WORKLOAD_ERROR_WARNING = "leaderhook: this object's pod template could not be checked (internal webhook error; see the webhook logs)";
+
 const JSON_TYPE = 'application/json';
 
 function sendProblem(res: Response, status: number, message: string): void {
@@ -41,9 +60,9 @@ function sendProblem(res: Response, status: number, message: string): void {
 }
 
 /** The object's identity for log lines: pods created by controllers have only generateName at admission. */
-function podIdentity(request: AdmissionRequest): Record<string, string> {
-  const meta = (request.object.metadata ?? {}) as { name?: unknown; namespace?: unknown; generateName?: unknown };
-  const identity: Record<string, string> = {};
+function objectIdentity(request: AdmissionRequest): Record<string, string> {
+  const meta = (request.object?.metadata ?? {}) as { name?: unknown; namespace?: unknown; generateName?: unknown };
+  const identity: Record<string, string> = { kind: request.kind.kind };
   const namespace = request.namespace || (typeof meta.namespace === 'string' ? meta.namespace : '');
   const name = request.name || (typeof meta.name === 'string' ? meta.name : '');
   if (namespace) identity.namespace = namespace;
@@ -52,8 +71,93 @@ function podIdentity(request: AdmissionRequest): Record<string, string> {
   return identity;
 }
 
+/** What to answer, and the one log line and metric that go with it. */
+interface Decision {
+  outcome: AdmissionOutcome;
+  reason: string;
+  answer: AdmissionReview;
+  level: 'info' | 'warn' | 'error';
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+function decidePod(request: AdmissionRequest, inject: Injector, settings: InjectionSettings): Decision {
+  if (request.object === null || (request.operation !== undefined && request.operation !== 'CREATE')) {
+    // A running pod's spec is immutable: a patch here would make the API
+    // server refuse the whole update. Only a misregistered webhook gets these.
+    return {
+      outcome: 'skipped',
+      reason: NOT_CREATE_REASON,
+      answer: allowed(request.uid),
+      level: 'warn',
+      message: 'admission answered without a patch: only CREATE is injected',
+    };
+  }
+  try {
+    // dryRun changes nothing here: the injector has no side effects to skip.
+    const result = inject(request.object, settings);
+    return {
+      outcome: outcomeOf(result.reason),
+      reason: result.reason,
+      answer: patched(request.uid, result.patch, result.warnings),
+      level: 'info',
+      message: 'admission answered',
+      details: { detail: result.message, patchOperations: result.patch.length, warnings: result.warnings },
+    };
+  } catch (error) {
+    return {
+      outcome: 'error',
+      reason: INJECTOR_ERROR_REASON,
+      answer: allowed(request.uid, [INJECTOR_ERROR_WARNING]),
+      level: 'error',
+      message: 'injector failed, pod admitted unchanged',
+      details: { err: error },
+    };
+  }
+}
+
+/**
+ * A workload is answered with warnings only, never a patch: what the pods
+ * will get is the webhook's business at pod admission, and a changed
+ * workload would drift from what a GitOps tool applied. An UPDATE is checked
+ * like a CREATE, since a changed template is where a new warning comes from.
+ */
+function decideWorkload(request: AdmissionRequest, kind: WorkloadKind, check: WorkloadChecker, settings: InjectionSettings): Decision {
+  const operation = request.operation;
+  if (request.object === null || (operation !== undefined && operation !== 'CREATE' && operation !== 'UPDATE')) {
+    return {
+      outcome: 'skipped',
+      reason: NOT_CREATE_OR_UPDATE_REASON,
+      answer: allowed(request.uid),
+      level: 'warn',
+      message: 'workload admission answered without warnings: only CREATE and UPDATE are checked',
+    };
+  }
+  try {
+    // The decoder made sure apiVersion and kind, when the object has them, agree with request.kind.
+    const result = check({ ...request.object, apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind }, settings);
+    return {
+      outcome: workloadOutcomeOf(result.reason),
+      reason: result.reason,
+      answer: allowed(request.uid, result.warnings),
+      level: 'info',
+      message: 'workload admission answered with warnings only',
+      details: { detail: result.message, warnings: result.warnings },
+    };
+  } catch (error) {
+    return {
+      outcome: 'error',
+      reason: INJECTOR_ERROR_REASON,
+      answer: allowed(request.uid, [WORKLOAD_ERROR_WARNING]),
+      level: 'error',
+      message: 'checking the pod template failed, workload admitted without its warnings',
+      details: { err: error },
+    };
+  }
+}
+
 export function createWebhookApp(options: WebhookAppOptions): express.Express {
-  const { inject, injection, logger, metrics, bodyLimitBytes, notReadyReason } = options;
+  const { inject, workloadWarnings, injection, logger, metrics, bodyLimitBytes, notReadyReason } = options;
   const isClosing = options.isClosing ?? (() => false);
   const app = express();
   app.disable('x-powered-by');
@@ -111,46 +215,17 @@ export function createWebhookApp(options: WebhookAppOptions): express.Express {
       if (error instanceof AdmissionDecodeError) return reject(req, res, 400, error.message);
       throw error;
     }
-    const fields = {
-      uid: request.uid,
-      ...podIdentity(request),
-      operation: request.operation,
-      dryRun: request.dryRun === true,
-    };
-    let outcome: AdmissionOutcome;
-    let reason: string;
-    let answer: ReturnType<typeof allowed>;
-    if (request.operation !== undefined && request.operation !== 'CREATE') {
-      // A running pod's spec is immutable: a patch here would make the API
-      // server refuse the whole update. Only a misregistered webhook gets these.
-      outcome = 'skipped';
-      reason = NOT_CREATE_REASON;
-      answer = allowed(request.uid);
-      logger.warn({ ...fields, outcome, reason }, 'admission answered without a patch: only CREATE is injected');
-    } else {
-      try {
-        // dryRun changes nothing here: the injector has no side effects to skip.
-        const result = inject(request.object, injection);
-        outcome = outcomeOf(result.reason);
-        reason = result.reason;
-        answer = patched(request.uid, result.patch, result.warnings);
-        logger.info(
-          { ...fields, outcome, reason, detail: result.message, patchOperations: result.patch.length, warnings: result.warnings },
-          'admission answered',
-        );
-      } catch (error) {
-        outcome = 'error';
-        reason = INJECTOR_ERROR_REASON;
-        answer = allowed(request.uid, [INJECTOR_ERROR_WARNING]);
-        logger.error({ ...fields, outcome, reason, err: error }, 'injector failed, pod admitted unchanged');
-      }
-    }
+    const workload = findWorkloadKind(request.kind);
+    const decision = workload === undefined ? decidePod(request, inject, injection) : decideWorkload(request, workload, workloadWarnings, injection);
+    const { outcome, reason } = decision;
+    const fields = { uid: request.uid, ...objectIdentity(request), operation: request.operation, dryRun: request.dryRun === true };
+    logger[decision.level]({ ...fields, outcome, reason, ...decision.details }, decision.message);
     metrics.admissions.inc({ outcome, reason });
     const started = res.locals.started as bigint | undefined;
     if (started !== undefined) {
       metrics.admissionDuration.observe({ outcome }, Number(process.hrtime.bigint() - started) / 1e9);
     }
-    res.status(200).json(answer);
+    res.status(200).json(decision.answer);
   };
 
   app.post('/mutate', startTimer, requireJson, parseJson, mutate);

@@ -4,15 +4,20 @@
  * benchmark — never share or double-register counters.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { InjectionReason } from '../injector/types.ts';
+import type { InjectionReason, WorkloadReason } from '../injector/types.ts';
 
-/** What an admission ended as: the `outcome` label. */
-export type AdmissionOutcome = 'injected' | 'updated' | 'skipped' | 'error';
+/**
+ * What an admission ended as: the `outcome` label. `warned` is a workload
+ * answered with warnings and, as every workload, without a patch.
+ */
+export type AdmissionOutcome = 'injected' | 'updated' | 'warned' | 'skipped' | 'error';
 
 /** The `reason` label of an admission whose injector threw. */
 export const INJECTOR_ERROR_REASON = 'injectorError';
 /** The `reason` label of an admission for another operation than CREATE, answered without a patch. */
 export const NOT_CREATE_REASON = 'notCreate';
+/** The `reason` label of a workload admission for another operation than CREATE or UPDATE, answered without warnings. */
+export const NOT_CREATE_OR_UPDATE_REASON = 'notCreateOrUpdate';
 
 const REASON_OUTCOMES: Record<InjectionReason, AdmissionOutcome> = {
   injected: 'injected',
@@ -25,6 +30,18 @@ const REASON_OUTCOMES: Record<InjectionReason, AdmissionOutcome> = {
 
 export function outcomeOf(reason: InjectionReason): AdmissionOutcome {
   return REASON_OUTCOMES[reason] ?? 'skipped';
+}
+
+const WORKLOAD_REASON_OUTCOMES: Record<WorkloadReason, AdmissionOutcome> = {
+  templateWarnings: 'warned',
+  templateClean: 'skipped',
+  templateSkipped: 'skipped',
+  noPodTemplate: 'skipped',
+  notAWorkload: 'skipped',
+};
+
+export function workloadOutcomeOf(reason: WorkloadReason): AdmissionOutcome {
+  return WORKLOAD_REASON_OUTCOMES[reason] ?? 'skipped';
 }
 
 export interface WebhookMetrics {
@@ -43,12 +60,12 @@ export function createWebhookMetrics(): WebhookMetrics {
   collectDefaultMetrics({ register: registry });
   const admissions = new Counter({
     name: 'leaderhook_admissions_total',
-    help: 'Pod admissions answered, by outcome (injected, updated, skipped, error) and the injector reason.',
+    help: 'Admissions answered, by outcome (injected, updated, warned, skipped, error) and the pod or workload reason.',
     labelNames: ['outcome', 'reason'] as const,
     registers: [registry],
   });
   // Every known series starts at 0, so rate() and alerts work from the first scrape.
-  for (const [reason, outcome] of Object.entries(REASON_OUTCOMES)) admissions.inc({ outcome, reason }, 0);
+  for (const [reason, outcome] of Object.entries({ ...REASON_OUTCOMES, ...WORKLOAD_REASON_OUTCOMES })) admissions.inc({ outcome, reason }, 0);
   admissions.inc({ outcome: 'error', reason: INJECTOR_ERROR_REASON }, 0);
 
   const admissionDuration = new Histogram({

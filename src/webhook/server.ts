@@ -8,8 +8,9 @@ import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { injectPod } from '../injector/index.ts';
 import type { InjectionSettings } from '../injector/types.ts';
+import { workloadWarnings } from '../injector/workloads.ts';
 import type { Logger } from '../log.ts';
-import { createWebhookApp, type Injector } from './app.ts';
+import { createWebhookApp, type Injector, type WorkloadChecker } from './app.ts';
 import { DEFAULT_DEV_HOSTS, ensureDevCertificates } from './devcerts.ts';
 import { createWebhookMetrics, type WebhookMetrics } from './metrics.ts';
 import { type CertificateSource, createCertificateSource } from './tls.ts';
@@ -30,6 +31,8 @@ export interface WebhookServerOptions {
   logger: Logger;
   /** The injector; src/injector's injectPod unless a test replaces it. */
   inject?: Injector;
+  /** The workload checker; src/injector/workloads.ts's workloadWarnings unless a test replaces it. */
+  workloadWarnings?: WorkloadChecker;
   /** Names the development serving certificate covers; localhost, 127.0.0.1, ::1 and the Service names by default. */
   devHosts?: readonly string[];
   /** How often certificate files are re-read besides the directory watch; 0 turns the poll off. Default 5000. */
@@ -84,6 +87,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   let closing = false;
   const app = createWebhookApp({
     inject: options.inject ?? injectPod,
+    workloadWarnings: options.workloadWarnings ?? workloadWarnings,
     injection: options.injection,
     logger,
     metrics,

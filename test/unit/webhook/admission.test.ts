@@ -8,6 +8,8 @@ function review(request: Record<string, unknown> | undefined, top: Record<string
 
 const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: { containers: [] } };
 const goodRequest = { uid: 'u-1', kind: { group: '', version: 'v1', kind: 'Pod' }, object: pod };
+const deploymentKind = { group: 'apps', version: 'v1', kind: 'Deployment' };
+const deployment = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd' }, spec: { template: { spec: { containers: [] } } } };
 
 describe('decodeAdmissionReview', () => {
   it('returns a well-formed review with its request', () => {
@@ -16,6 +18,35 @@ describe('decodeAdmissionReview', () => {
     assert.equal(decoded.request.namespace, 'ns');
     assert.equal(decoded.request.dryRun, true);
     assert.deepEqual(decoded.request.object, pod);
+  });
+
+  it('accepts every workload kind, in its own group and version', () => {
+    for (const [group, kind] of [
+      ['apps', 'Deployment'],
+      ['apps', 'StatefulSet'],
+      ['apps', 'DaemonSet'],
+      ['apps', 'ReplicaSet'],
+      ['batch', 'Job'],
+      ['batch', 'CronJob'],
+    ] as const) {
+      const object = { apiVersion: `${group}/v1`, kind, metadata: { name: 'w' } };
+      const decoded = decodeAdmissionReview(review({ uid: 'u-w', kind: { group, version: 'v1', kind }, object }));
+      assert.deepEqual(decoded.request.object, object, kind);
+    }
+  });
+
+  it('accepts an object without apiVersion and kind as what request.kind says', () => {
+    const { apiVersion, kind, ...bare } = deployment;
+    const decoded = decodeAdmissionReview(review({ uid: 'u-b', kind: deploymentKind, object: bare }));
+    assert.deepEqual(decoded.request.object, bare);
+  });
+
+  it('accepts a DELETE without an object (the API server sends oldObject) as a null object', () => {
+    for (const object of [undefined, null]) {
+      const decoded = decodeAdmissionReview(review({ uid: 'u-d', kind: deploymentKind, operation: 'DELETE', object, oldObject: deployment }));
+      assert.equal(decoded.request.object, null);
+      assert.equal(decoded.request.operation, 'DELETE');
+    }
   });
 
   const cases: Array<[string, unknown, RegExp]> = [
@@ -33,13 +64,28 @@ describe('decodeAdmissionReview', () => {
     ['numeric uid', review({ ...goodRequest, uid: 12 }), /request.uid must be a non-empty string, got number 12/],
     ['no request.kind', review({ ...goodRequest, kind: undefined }), /^request.kind is missing$/],
     [
-      'a Deployment',
-      review({ ...goodRequest, kind: { group: 'apps', version: 'v1', kind: 'Deployment' } }),
-      /request.kind must be \/v1, Kind=Pod .*got apps\/v1, Kind=Deployment/,
+      'a Service, naming the kinds it accepts',
+      review({ ...goodRequest, kind: { group: '', version: 'v1', kind: 'Service' }, object: { apiVersion: 'v1', kind: 'Service' } }),
+      /request.kind must be \/v1, Kind=Pod .*apps\/v1 Deployment, StatefulSet, DaemonSet, ReplicaSet; batch\/v1 Job, CronJob, got v1, Kind=Service$/,
+    ],
+    [
+      'a v1beta1 Deployment',
+      review({ ...goodRequest, kind: { group: 'apps', version: 'v1beta1', kind: 'Deployment' } }),
+      /got apps\/v1beta1, Kind=Deployment$/,
+    ],
+    [
+      'a Deployment kind with a Pod object',
+      review({ ...goodRequest, kind: deploymentKind }),
+      /^request.kind must be \/v1, Kind=Pod to match request.object, got apps\/v1, Kind=Deployment$/,
+    ],
+    [
+      'a Deployment object without apiVersion under a Pod kind',
+      review({ ...goodRequest, object: { kind: 'Deployment' } }),
+      /^request.object \(apiVersion missing, kind "Deployment"\) does not match request.kind v1, Kind=Pod$/,
     ],
     ['a v2 Pod', review({ ...goodRequest, kind: { group: '', version: 'v2', kind: 'Pod' } }), /got v2, Kind=Pod/],
     ['no object', review({ ...goodRequest, object: undefined }), /^request.object is missing$/],
-    ['null object (a DELETE)', review({ ...goodRequest, object: null }), /^request.object is missing$/],
+    ['null object outside a DELETE', review({ ...goodRequest, object: null }), /^request.object is missing$/],
     ['object is a string', review({ ...goodRequest, object: 'pod' }), /request.object must be an object, got "pod"/],
     ['dryRun not boolean', review({ ...goodRequest, dryRun: 'yes' }), /request.dryRun must be a boolean/],
     ['namespace not string', review({ ...goodRequest, namespace: 3 }), /request.namespace must be a string/],

@@ -23,6 +23,9 @@ describe('readiness', () => {
       inject: () => {
         throw new Error('not called');
       },
+      workloadWarnings: () => {
+        throw new Error('not called');
+      },
       injection: settings,
       logger,
       metrics: createWebhookMetrics(),
