@@ -17,6 +17,8 @@ export interface ApiRequest extends RequestOptions {
   path: string;
   query?: Record<string, string | number | boolean | undefined>;
   body?: unknown;
+  /** Accept header; default application/json. */
+  accept?: string;
 }
 
 export interface StreamRequest {
@@ -27,6 +29,8 @@ export interface StreamRequest {
   /** Deadline for the response headers. */
   connectTimeoutMs?: number;
   signal?: AbortSignal;
+  /** Accept header; default application/json. */
+  accept?: string;
 }
 
 export interface ListOptions extends RequestOptions {
@@ -36,6 +40,17 @@ export interface ListOptions extends RequestOptions {
   continue?: string;
   resourceVersion?: string;
 }
+
+/**
+ * Accept headers that make the API server answer with PartialObjectMetadata:
+ * names, owners and resourceVersions without `data`, as client-go's metadata
+ * informers ask. Plain JSON stays acceptable as a fallback, which costs memory
+ * but never correctness: every release reads the full object live first.
+ */
+export const metadataAccept = {
+  list: 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json',
+  watch: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json',
+} as const;
 
 export interface Preconditions {
   uid?: string;
@@ -56,13 +71,16 @@ export const paths = {
 
 export interface KubeClient {
   readonly config: ClusterConfig;
+  /** Bytes of response bodies received so far (requests and watch streams): what the hook's start costs the API server. */
+  readonly stats: { bytesReceived: number };
   request<T>(req: ApiRequest): Promise<T>;
   /** Opens a streaming GET (watch); resolves once a 200 response has started. */
   openStream(req: StreamRequest): Promise<http.IncomingMessage>;
 
   getPod(ns: string, name: string, opts?: RequestOptions): Promise<Pod>;
   getConfigMap(ns: string, name: string, opts?: RequestOptions): Promise<ConfigMap>;
-  listConfigMaps(ns: string, opts?: ListOptions): Promise<List<ConfigMap>>;
+  /** Metadata only (PartialObjectMetadataList): no `data`, so the size does not grow with the namespace. */
+  listConfigMapsMetadata(ns: string, opts?: ListOptions): Promise<List<ConfigMap>>;
   /** Deletes only the object these preconditions describe; 409 when it changed or was re-created. */
   deleteConfigMap(ns: string, name: string, preconditions: Preconditions, opts?: RequestOptions): Promise<void>;
   getLease(ns: string, name: string, opts?: RequestOptions): Promise<Lease>;
@@ -117,9 +135,10 @@ export function createKubeClient(config: ClusterConfig): KubeClient {
   const transport = secure ? https : http;
   const basePath = config.server.pathname.replace(/\/$/, '');
   const userAgent = `leaderhook/${version}`;
+  const stats = { bytesReceived: 0 };
 
-  function headers(body: string | undefined): http.OutgoingHttpHeaders {
-    const h: http.OutgoingHttpHeaders = { Accept: 'application/json', 'User-Agent': userAgent };
+  function headers(body: string | undefined, accept = 'application/json'): http.OutgoingHttpHeaders {
+    const h: http.OutgoingHttpHeaders = { Accept: accept, 'User-Agent': userAgent };
     const token = config.token?.get();
     if (token) h.Authorization = `Bearer ${token}`;
     if (body !== undefined) {
@@ -155,7 +174,7 @@ export function createKubeClient(config: ClusterConfig): KubeClient {
           path: basePath + path,
           method: req.method,
           agent,
-          headers: headers(body),
+          headers: headers(body, req.accept),
           signal,
         },
         (res) => {
@@ -163,6 +182,7 @@ export function createKubeClient(config: ClusterConfig): KubeClient {
           let size = 0;
           res.on('data', (c: Buffer) => {
             size += c.length;
+            stats.bytesReceived += c.length;
             if ((res.statusCode ?? 0) < 400 || size <= maxErrorBody) chunks.push(c);
           });
           res.on('error', (err) => reject(transportError(req.method, path, err, timeout.aborted)));
@@ -219,7 +239,7 @@ export function createKubeClient(config: ClusterConfig): KubeClient {
           path: basePath + path,
           method: 'GET',
           agent,
-          headers: headers(undefined),
+          headers: headers(undefined, req.accept),
           ...(req.signal ? { signal: req.signal } : {}),
         },
         (res) => {
@@ -262,11 +282,13 @@ export function createKubeClient(config: ClusterConfig): KubeClient {
 
   return {
     config,
+    stats,
     request,
     openStream,
     getPod: (ns, name, opts) => request<Pod>({ method: 'GET', path: paths.pod(ns, name), ...opts }),
     getConfigMap: (ns, name, opts) => request<ConfigMap>({ method: 'GET', path: paths.configMap(ns, name), ...opts }),
-    listConfigMaps: (ns, opts) => request<List<ConfigMap>>({ method: 'GET', path: paths.configMaps(ns), query: listQuery(opts), ...pickRequest(opts) }),
+    listConfigMapsMetadata: (ns, opts) =>
+      request<List<ConfigMap>>({ method: 'GET', path: paths.configMaps(ns), query: listQuery(opts), accept: metadataAccept.list, ...pickRequest(opts) }),
     deleteConfigMap: async (ns, name, preconditions, opts) => {
       await request<unknown>({
         method: 'DELETE',

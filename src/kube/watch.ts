@@ -17,6 +17,8 @@ export interface WatchOptions {
    * the list (for resources the caller may watch but not list).
    */
   mode: 'list-watch' | 'watch';
+  /** Accept headers of the list and the watch (metadataAccept for metadata only); default application/json. */
+  accept?: { list: string; watch: string };
   /** Names the watched thing in log lines. */
   what: string;
   logger: Logger;
@@ -76,6 +78,7 @@ export function startWatch<T extends KubeObject>(opts: WatchOptions, handlers: W
         query: { fieldSelector: opts.fieldSelector, labelSelector: opts.labelSelector, limit: 500, continue: cont },
         signal: abort.signal,
         timeoutMs: 30_000,
+        ...(opts.accept ? { accept: opts.accept.list } : {}),
       });
       items.push(...(page.items ?? []));
       cont = page.metadata?.continue || undefined;
@@ -122,12 +125,14 @@ export function startWatch<T extends KubeObject>(opts: WatchOptions, handlers: W
           },
           idleTimeoutMs,
           signal: abort.signal,
+          ...(opts.accept ? { accept: opts.accept.watch } : {}),
         });
         setHealthy(true);
         if (opts.mode === 'watch') synced = true;
         res.setEncoding('utf8');
         let buffer = '';
         for await (const chunk of res as AsyncIterable<string>) {
+          opts.client.stats.bytesReceived += Buffer.byteLength(chunk);
           buffer += chunk;
           let nl = buffer.indexOf('\n');
           while (nl >= 0) {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { KubeClient, RequestOptions } from '../kube/client.ts';
 import type { KubeEvent } from '../kube/types.ts';
 
-export type EventReason = 'LeaderLockReleased' | 'LeaderLockWouldRelease' | 'LeaderLockHeld';
+export type EventReason = 'LeaderLockReleased' | 'LeaderLockWouldRelease' | 'LeaderLockHeld' | 'ReleaseHookPermissionsMissing';
 
 export interface EventTarget {
   name: string;

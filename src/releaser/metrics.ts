@@ -1,10 +1,14 @@
 import type { Logger } from 'pino';
 
-export type ReleaseOutcome = 'released' | 'observed' | 'moved' | 'failed' | 'refused';
+export type ReleaseOutcome = 'released' | 'observed' | 'moved' | 'failed';
 
 /** What the hook counts. The no-op version costs nothing when the port is off (the default). */
 export interface ReleaserMetrics {
   release(rule: string, kind: 'ConfigMap' | 'Lease', outcome: ReleaseOutcome): void;
+  /** R1 decided not to release, and why (pastDeadline, notBeingDeleted, ...). */
+  refused(rule: string, refusal: string): void;
+  /** A permission the hook needs and lacks, found at start. */
+  permissionMissing(resource: string, verb: string): void;
   waiting(lock: string, holder: string, state: string, seconds: number): void;
   clearWaiting(lock: string): void;
   watchUp(watch: string, up: boolean): void;
@@ -13,6 +17,8 @@ export interface ReleaserMetrics {
 
 export const noMetrics: ReleaserMetrics = {
   release() {},
+  refused() {},
+  permissionMissing() {},
   waiting() {},
   clearWaiting() {},
   watchUp() {},
@@ -30,8 +36,20 @@ export async function startMetrics(port: number, logger: Logger): Promise<Releas
   prom.collectDefaultMetrics({ register: registry });
   const releases = new prom.Counter({
     name: 'leaderhook_hook_releases_total',
-    help: 'Lock releases decided by the hook, by rule (R0-R3), lock kind and outcome (released, observed, moved, failed, refused).',
+    help: 'Lock releases decided by the hook, by rule (R0-R3), lock kind and outcome (released, observed, moved, failed).',
     labelNames: ['rule', 'kind', 'outcome'],
+    registers: [registry],
+  });
+  const refusals = new prom.Counter({
+    name: 'leaderhook_hook_release_refusals_total',
+    help: 'Releases the hook refused, by rule and refusal (R1: pastDeadline, notBeingDeleted, ownPodGone, ownPodReplaced, ...).',
+    labelNames: ['rule', 'refusal'],
+    registers: [registry],
+  });
+  const missingPermissions = new prom.Gauge({
+    name: 'leaderhook_hook_permission_missing',
+    help: '1 for each permission the hook needs in its namespace and was denied at start (see deploy/operator-rbac).',
+    labelNames: ['resource', 'verb'],
     registers: [registry],
   });
   const wait = new prom.Gauge({
@@ -70,6 +88,8 @@ export async function startMetrics(port: number, logger: Logger): Promise<Releas
   logger.info({ port }, `metrics on :${port}/metrics`);
   return {
     release: (rule, kind, outcome) => releases.inc({ rule, kind, outcome }),
+    refused: (rule, refusal) => refusals.inc({ rule, refusal }),
+    permissionMissing: (resource, verb) => missingPermissions.set({ resource, verb }, 1),
     waiting: (lock, holder, state, seconds) => {
       const previous = waitLabels.get(lock);
       if (previous && (previous.holder !== holder || previous.state !== state)) wait.remove(previous);

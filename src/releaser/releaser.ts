@@ -6,13 +6,13 @@
  */
 import type { Logger } from 'pino';
 import { backoffDelay, sleep } from '../kube/backoff.ts';
-import { type KubeClient, paths } from '../kube/client.ts';
+import { type KubeClient, metadataAccept, paths } from '../kube/client.ts';
 import { isConflict, isNotFound } from '../kube/errors.ts';
 import type { ConfigMap, Lease, OwnerReference, Pod } from '../kube/types.ts';
 import { startWatch, type Watcher } from '../kube/watch.ts';
 import { buildPodEvent, type EventReason, type EventTarget } from './events.ts';
 import { noMetrics, type ReleaserMetrics, startMetrics } from './metrics.ts';
-import { can, checkPermissions, type Permissions } from './permissions.ts';
+import { can, checkPermissions, type Permissions, permissionEffects, requiredPermissions } from './permissions.ts';
 import {
   decideHolderRelease,
   decideOwnRelease,
@@ -20,6 +20,7 @@ import {
   type HolderLookup,
   isOwnLease,
   leaseIdentityIsPodName,
+  lockCandidateOwner,
   lockNameFromAnnotations,
   lockOwner,
   notFound,
@@ -80,11 +81,30 @@ export interface RunningReleaser {
   stop(): Promise<void>;
 }
 
+/**
+ * A ConfigMap of this pod that may be a lock. `meta` is what the metadata-only
+ * watch delivered; `verified` is the last full version read live that is a
+ * lock of this pod (no data), whose uid and resourceVersion guard the delete.
+ */
+interface OwnLock {
+  meta: ConfigMap;
+  verified?: ConfigMap;
+}
+
 /** A ConfigMap lock held by another pod, and what we last learned of its holder. */
 interface Tracker {
   name: string;
+  /** Metadata only, as the watch delivered it. */
   cm: ConfigMap;
   owner: OwnerReference;
+  /** The full object read live at `verifiedRv`, when it is a lock (no data): its preconditions guard the delete. */
+  lock?: ConfigMap;
+  /** The metadata resourceVersion the last live read was made for. */
+  verifiedRv?: string;
+  /** The live read found data: the pod's own configuration, never released, never reported. */
+  notALock?: boolean;
+  /** The holder state last reported in an Event, so a wait is reported when it changes, not every interval. */
+  reportedState?: string;
   /** When this pod started waiting for this holder (clock ms). */
   since: number;
   busy: boolean;
@@ -125,7 +145,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
   let lockName = options.lockName || undefined;
   let observe = options.observe ?? false;
   let perms: Permissions | undefined;
-  const ownLocks = new Map<string, ConfigMap>();
+  const ownLocks = new Map<string, OwnLock>();
   const ownLeases = new Map<string, Lease>();
   const trackers = new Map<string, Tracker>();
   const holderWatches = new Map<string, Watcher>();
@@ -151,6 +171,14 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     }
   }
 
+  /** A release of another pod's lock is told on that pod and on this one, so it is found from either. */
+  async function emitOnBoth(holder: EventTarget, reason: EventReason, message: string) {
+    await Promise.all([
+      emit(holder, reason, 'Normal', message),
+      emit({ name: podName, namespace: ns, uid: podUid }, reason, 'Normal', `${message} (by this pod's release hook)`),
+    ]);
+  }
+
   // ---- start --------------------------------------------------------------
 
   async function readOwnPod(): Promise<Pod | undefined> {
@@ -167,6 +195,18 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     return undefined;
   }
 
+  /** Missing permissions, where an administrator looks: a Warning Event on this pod and a metric, besides the log line. */
+  async function reportMissingPermissions(): Promise<void> {
+    if (!perms) return;
+    const missing = requiredPermissions.flatMap((p) => p.verbs.filter((verb) => !can(perms, p.resource, verb)).map((verb) => ({ resource: p.resource, verb })));
+    if (missing.length === 0) return;
+    for (const m of missing) metrics.permissionMissing(m.resource, m.verb);
+    const message =
+      `The leaderhook release hook lacks ${missing.map((m) => `${m.resource} ${m.verb}`).join(', ')} in namespace ${ns}: ${permissionEffects(perms).join('; ')}. ` +
+      `Bind the Role of deploy/operator-rbac to service account ${ownPod?.spec?.serviceAccountName ?? 'default'}.`;
+    await emit({ name: podName, namespace: ns, uid: podUid }, 'ReleaseHookPermissionsMissing', 'Warning', message);
+  }
+
   async function start(): Promise<void> {
     const [checked, pod] = await Promise.all([
       checkPermissions(client, ns, log).catch((err: unknown) => {
@@ -178,6 +218,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     perms = checked;
     if (!active() || !pod) return;
     ownPod = pod;
+    void reportMissingPermissions();
     if (pod.metadata?.uid !== podUid) {
       log.error({ liveUid: pod.metadata?.uid, podUid }, 'own pod has another UID than POD_UID: R1 will never release');
     }
@@ -203,6 +244,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
         ownLocks: [...ownLocks.keys()],
         ownLeases: [...ownLeases.keys()],
         otherLocks: [...trackers.values()].map((t) => `${t.name} (${t.owner.name})`),
+        apiBytesReceived: client.stats.bytesReceived,
       },
       'ready: locks and Leases listed',
     );
@@ -247,6 +289,9 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
         path: paths.configMaps(ns),
         ...(lockName ? { fieldSelector: `metadata.name=${lockName}` } : {}),
         mode: 'list-watch',
+        // Names and owners are all discovery needs; the data of every
+        // ConfigMap of the namespace would make the hook grow with it.
+        accept: metadataAccept,
         what: lockName ? `ConfigMap lock ${lockName}` : 'ConfigMap locks',
         logger: log,
       },
@@ -275,7 +320,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
 
   function classify(cm: ConfigMap) {
     const name = cm.metadata?.name as string;
-    const owner = lockOwner(cm);
+    const owner = lockCandidateOwner(cm);
     // A lock already marked for deletion (by GC, a foreground delete) is on
     // its way out; deleting it again would change nothing.
     if (!owner || cm.metadata?.deletionTimestamp) {
@@ -283,8 +328,15 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
       return;
     }
     if (owner.uid === podUid) {
-      ownLocks.set(name, cm);
+      const known = ownLocks.get(name);
       dropTracker(name);
+      if (known?.verified && known.verified.metadata?.resourceVersion === cm.metadata?.resourceVersion) {
+        known.meta = cm;
+        return;
+      }
+      const entry: OwnLock = { meta: cm, ...(known?.verified ? { verified: known.verified } : {}) };
+      ownLocks.set(name, entry);
+      void verifyOwnLock(name, entry);
       return;
     }
     ownLocks.delete(name);
@@ -293,11 +345,71 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
       if (t) dropTracker(name);
       t = { name, cm, owner, since: clock.now(), busy: false, dirty: false, failures: 0 };
       trackers.set(name, t);
-      watchHolder(owner.name);
     } else {
       t.cm = cm;
     }
     void evaluate(t);
+  }
+
+  /**
+   * Reads an own candidate in full ahead of SIGTERM, so R1 can delete it at
+   * once with preconditions of a version known to carry no data. A candidate
+   * with data is the pod's own configuration: it stops being a candidate.
+   */
+  async function verifyOwnLock(name: string, entry: OwnLock): Promise<void> {
+    let full: ConfigMap;
+    try {
+      full = await client.getConfigMap(ns, name, { timeoutMs: 5_000, signal: background.signal });
+    } catch (err) {
+      // the watch brings the delete; SIGTERM reads an unverified candidate itself
+      if (active() && !isNotFound(err)) log.debug({ err, lock: `ConfigMap/${name}` }, 'cannot read own lock yet; SIGTERM will read it');
+      return;
+    }
+    if (ownLocks.get(name) !== entry) return;
+    const owner = lockOwner(full);
+    if (owner?.uid === podUid) entry.verified = full;
+    else if (!owner && lockCandidateOwner(full)?.uid === podUid) {
+      ownLocks.delete(name);
+      log.debug({ lock: `ConfigMap/${name}` }, 'own ConfigMap carries data: not a lock, left to garbage collection');
+    }
+  }
+
+  /**
+   * Reads a foreign candidate in full, once per version: only a ConfigMap
+   * without data is a lock. True when `t` is a lock of the same holder.
+   */
+  async function verifyForeignLock(t: Tracker): Promise<boolean> {
+    const rv = t.cm.metadata?.resourceVersion;
+    if (t.verifiedRv === rv) return !t.notALock;
+    let full: ConfigMap;
+    try {
+      full = await client.getConfigMap(ns, t.name, { timeoutMs: 5_000, signal: background.signal });
+    } catch (err) {
+      if (!active() || trackers.get(t.name) !== t) return false;
+      if (isNotFound(err)) forget(t.name);
+      else {
+        log.warn({ err, lock: `ConfigMap/${t.name}` }, 'cannot read lock; will retry');
+        scheduleRetry(t);
+      }
+      return false;
+    }
+    if (!active() || trackers.get(t.name) !== t) return false;
+    const owner = lockOwner(full);
+    if (owner && owner.uid !== t.owner.uid) {
+      classify(full);
+      return false;
+    }
+    t.verifiedRv = rv;
+    t.notALock = !owner;
+    if (t.notALock) {
+      t.lock = undefined;
+      metrics.clearWaiting(t.name);
+      log.debug({ lock: `ConfigMap/${t.name}`, holder: t.owner.name }, 'ConfigMap owned by a pod carries data: not a lock, left to garbage collection');
+      return false;
+    }
+    t.lock = full;
+    watchHolder(t.owner.name);
+    return true;
   }
 
   function forget(name: string) {
@@ -354,6 +466,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
         t.dirty = false;
         // Observe mode is only known once the own pod's annotations are read.
         if (!active() || !ownPod || trackers.get(t.name) !== t) return;
+        if (!(await verifyForeignLock(t))) return;
         let holder: HolderLookup;
         try {
           holder = await client.getPod(ns, t.owner.name, { timeoutMs: 5_000, signal: background.signal });
@@ -397,9 +510,11 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
   }
 
   async function releaseForeignLock(t: Tracker, rule: string, why: string) {
-    const { cm, owner } = t;
-    const uid = cm.metadata?.uid as string;
-    const resourceVersion = cm.metadata?.resourceVersion as string;
+    const { owner } = t;
+    // the version read live and found to be a lock; a change since is a 409
+    const lock = t.lock as ConfigMap;
+    const uid = lock.metadata?.uid as string;
+    const resourceVersion = lock.metadata?.resourceVersion as string;
     const fields = { rule, lock: `ConfigMap/${t.name}`, holder: owner.name, holderUid: owner.uid, observe };
     const target = { name: owner.name, namespace: ns, uid: owner.uid };
     if (observe) {
@@ -408,7 +523,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
       t.observedKey = key;
       log.info(fields, `would release lock ${t.name} (${rule}: ${why}); observe mode, releasing nothing`);
       metrics.release(rule, 'ConfigMap', 'observed');
-      await emit(target, 'LeaderLockWouldRelease', 'Normal', `Would release leader lock ConfigMap ${t.name} (${rule}: ${why}); observe mode`);
+      await emitOnBoth(target, 'LeaderLockWouldRelease', `Would release leader lock ConfigMap ${t.name} (${rule}: ${why}); observe mode`);
       return;
     }
     try {
@@ -428,62 +543,100 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     log.info(fields, `released lock ${t.name} (${rule}: ${why})`);
     metrics.release(rule, 'ConfigMap', 'released');
     dropTracker(t.name);
-    await emit(target, 'LeaderLockReleased', 'Normal', `Released leader lock ConfigMap ${t.name} (${rule}: ${why})`);
+    await emitOnBoth(target, 'LeaderLockReleased', `Released leader lock ConfigMap ${t.name} (${rule}: ${why})`);
   }
 
   // ---- the waiting side ------------------------------------------------------
 
   /** Whether this pod waits for the lock: pinned to it, or (discovering) holds none and runs the same workload as the holder. */
   function isStandbyFor(t: Tracker): boolean {
+    if (t.notALock) return false;
     if (lockName) return t.name === lockName;
     if (ownLocks.size > 0 || !ownPod || !t.holder || t.holder === notFound) return false;
     return sameWorkload(ownPod, t.holder);
   }
 
+  /**
+   * Reports a standby's wait when it is a problem or changes: the holder not
+   * running, not Ready, terminal but not releasable, or back to Running after
+   * one of these. A healthy Running leader holding its lock is the normal case
+   * and gives one log line, no Event: an Event every interval would be noise.
+   */
   async function reportWaits() {
     for (const t of [...trackers.values()]) {
       if (!active()) return;
       await evaluate(t); // refresh from a live read; may release
       const d = t.decision;
-      if (trackers.get(t.name) !== t || !d || d.release) continue;
+      if (trackers.get(t.name) !== t || !d || d.release || !t.lock) continue;
       const waitedMs = clock.now() - t.since;
       metrics.waiting(t.name, t.owner.name, d.state, waitedMs / 1000);
-      if (!isStandbyFor(t) || waitedMs < reportIntervalMs / 2) continue;
+      if (!isStandbyFor(t) || waitedMs < reportIntervalMs / 2 || d.state === t.reportedState) continue;
+      const previous = t.reportedState;
+      t.reportedState = d.state;
       const node = t.holder && t.holder !== notFound ? t.holder.spec?.nodeName : undefined;
+      const fields = {
+        lock: `ConfigMap/${t.name}`,
+        holder: t.owner.name,
+        holderState: d.state,
+        previousState: previous,
+        waitedSeconds: Math.round(waitedMs / 1000),
+        node,
+      };
+      if (d.state === 'running') {
+        log.info(fields, `leader lock ConfigMap ${t.name} is held by pod ${t.owner.name}, which is Running and Ready: waiting`);
+        if (previous !== undefined) {
+          await emit(
+            { name: podName, namespace: ns, uid: podUid },
+            'LeaderLockHeld',
+            'Normal',
+            `Leader lock ConfigMap ${t.name}: holder pod ${t.owner.name} is Running and Ready again (was ${previous}).`,
+          );
+        }
+        continue;
+      }
       const message =
         `Leader lock ConfigMap ${t.name} is held by pod ${t.owner.name} (${d.state}): ${d.message}. Waiting ${formatDuration(waitedMs)}. ` +
         'It is freed automatically once that pod is deleted or has finished. Safe remedies: delete that pod' +
         (node ? `; only if node ${node} is known to be down, taint it node.kubernetes.io/out-of-service=nodeshutdown:NoExecute` : '') +
         '. Restarting this pod does not help.';
-      log[d.state === 'running' ? 'info' : 'warn'](
-        { lock: `ConfigMap/${t.name}`, holder: t.owner.name, holderState: d.state, waitedSeconds: Math.round(waitedMs / 1000), node },
-        message,
-      );
-      await emit({ name: podName, namespace: ns, uid: podUid }, 'LeaderLockHeld', d.state === 'running' ? 'Normal' : 'Warning', message);
+      log.warn(fields, message);
+      await emit({ name: podName, namespace: ns, uid: podUid }, 'LeaderLockHeld', 'Warning', message);
     }
   }
 
   // ---- R1: SIGTERM -------------------------------------------------------------
 
   /**
-   * The own locks, from the watch's cache when it is connected (no request).
-   * Only when the watch is down does the SIGTERM path read them: the pinned
-   * lock by name, else a list of the namespace's ConfigMaps.
+   * The own locks, in full. From the watch's cache when it is connected: a
+   * candidate already read in full is used as is (no request); one that is
+   * not yet is read now, in parallel with the own pod. Only when the watch is
+   * down does the SIGTERM path look for them: the pinned lock by name, else
+   * a metadata list of the namespace's ConfigMaps.
    */
   async function ownLockCandidates(signal: AbortSignal): Promise<ConfigMap[]> {
-    if (lockWatch?.synced && lockWatch.healthy) return [...ownLocks.values()];
-    const mine = (cm: ConfigMap) => lockOwner(cm)?.uid === podUid;
-    if (lockName) {
-      try {
-        const cm = await client.getConfigMap(ns, lockName, { signal, timeoutMs: releaseTimeoutMs });
-        return mine(cm) ? [cm] : [];
-      } catch (err) {
-        if (isNotFound(err)) return [];
-        throw err;
+    const opts = { signal, timeoutMs: releaseTimeoutMs };
+    const mine = (cm: ConfigMap | undefined): cm is ConfigMap => lockOwner(cm)?.uid === podUid;
+    const readMine = (name: string) =>
+      client.getConfigMap(ns, name, opts).then(
+        (cm) => (mine(cm) ? cm : undefined),
+        (err: unknown) => (isNotFound(err) ? undefined : Promise.reject(err)),
+      );
+    let names: string[];
+    const known: ConfigMap[] = [];
+    if (lockWatch?.synced && lockWatch.healthy) {
+      names = [];
+      for (const [name, entry] of ownLocks) {
+        if (entry.verified) known.push(entry.verified);
+        else names.push(name);
       }
+    } else if (lockName) {
+      names = [lockName];
+    } else {
+      const list = await client.listConfigMapsMetadata(ns, opts);
+      names = list.items.filter((cm) => lockCandidateOwner(cm)?.uid === podUid).map((cm) => cm.metadata?.name as string);
     }
-    const list = await client.listConfigMaps(ns, { signal, timeoutMs: releaseTimeoutMs });
-    return list.items.filter(mine);
+    const read = await Promise.all(names.map(readMine));
+    return [...known, ...read.filter(mine)];
   }
 
   async function ownLeaseCandidates(signal: AbortSignal): Promise<Lease[]> {
@@ -657,6 +810,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
       if (timedOut) {
         log.warn(fields, `SIGTERM: release gave up after ${releaseTimeoutMs} ms; garbage collection remains the fallback`);
       } else if (!d.release) {
+        metrics.refused('R1', d.refusal);
         log.info({ ...fields, refusal: d.refusal }, `SIGTERM: releasing nothing: ${d.message}`);
       } else if (result.failed.length > 0) {
         log.warn(fields, `SIGTERM: some own locks could not be released (${d.message})`);

@@ -15,17 +15,28 @@ function isEmptyMap(m: Record<string, unknown> | undefined): boolean {
 }
 
 /**
- * The single v1/Pod owner of a ConfigMap lock, as operator-lib's
- * `leader.Become` writes it; undefined when the ConfigMap is not a lock.
+ * The single v1/Pod owner of a ConfigMap that may be a lock, from its
+ * metadata alone (what the metadata-only watch delivers). Whether it really is
+ * a lock also depends on its data: see lockOwner.
  */
-export function lockOwner(cm: ConfigMap | undefined): OwnerReference | undefined {
+export function lockCandidateOwner(cm: { metadata?: ConfigMap['metadata'] } | undefined): OwnerReference | undefined {
   const refs = cm?.metadata?.ownerReferences;
   if (refs?.length !== 1) return undefined;
   const ref = refs[0];
   if (ref?.apiVersion !== 'v1' || ref.kind !== 'Pod' || !ref.name || !ref.uid) return undefined;
+  return ref;
+}
+
+/**
+ * The single v1/Pod owner of a ConfigMap lock, as operator-lib's
+ * `leader.Become` writes it; undefined when the ConfigMap is not a lock.
+ * Needs the full object, read live: a metadata-only object has no data to check.
+ */
+export function lockOwner(cm: ConfigMap | undefined): OwnerReference | undefined {
+  const ref = lockCandidateOwner(cm);
   // A ConfigMap that carries data is the pod's own configuration, not a
   // lock: never delete it before the garbage collector would.
-  if (!isEmptyMap(cm?.data) || !isEmptyMap(cm?.binaryData)) return undefined;
+  if (!ref || !isEmptyMap(cm?.data) || !isEmptyMap(cm?.binaryData)) return undefined;
   return ref;
 }
 

@@ -208,6 +208,40 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
       await waitFor('LeaderLockReleased events on the holders', async () => (await events(ns.name, 'LeaderLockReleased')).length >= cases.length);
     });
 
+    it('never deletes a ConfigMap with data that a terminal holder owns: discovery sees metadata, the live read sees the data', async () => {
+      const ns = await namespace('lh-r2-data');
+      const standby = await createPod(ns.name, 'op-standby', node);
+      const holder = await createPod(ns.name, 'h-evicted', node);
+      const uid = holder.metadata?.uid as string;
+      await setPodStatus(ns.name, 'h-evicted', 'Running', undefined, { setup: 'terminated', leaderhook: 'running', manager: 'running' });
+      await createLock(ns.name, 'h-lock', { name: 'h-evicted', uid });
+      const kube = await admin();
+      await kube.request({
+        method: 'POST',
+        path: `/api/v1/namespaces/${ns.name}/configmaps`,
+        body: {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'h-config', ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'h-evicted', uid }] },
+          data: { 'config.yaml': 'x' },
+        },
+      });
+      const h = await hook(ns, standby);
+      await h.releaser.ready;
+      await setPodStatus(ns.name, 'h-evicted', 'Failed', 'Evicted');
+      // the holder still exists, so the garbage collector deletes neither: only the hook could
+      await waitFor('the real lock released', () => configMapGone(ns.name, 'h-lock'));
+      await waitFor(
+        'the data ConfigMap recognised as no lock',
+        async () => logsWith(h.logs, (l) => l.lock === 'ConfigMap/h-config' && /carries data/.test(l.msg))[0],
+      );
+      assert.equal(await configMapGone(ns.name, 'h-config'), false, 'a ConfigMap with data is never released');
+      assert.deepEqual(
+        logsWith(h.logs, (l) => /^released lock/.test(l.msg)).map((l) => l.lock),
+        ['ConfigMap/h-lock'],
+      );
+    });
+
     it('does not release while a container is still running, whatever the phase', async () => {
       const ns = await namespace('lh-r2-no');
       const standby = await createPod(ns.name, 'op-standby', node);
@@ -315,7 +349,7 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
   });
 
   describe('the waiting side', () => {
-    it('a standby reports a running and a crash-looping holder; a pod holding its own lock does not', async () => {
+    it('a standby reports a crash-looping holder once, a healthy one never; a pod holding its own lock does not', async () => {
       const ns = await namespace('lh-wait');
       const standby = await createPod(ns.name, 'op-standby', node);
       const holder = await createPod(ns.name, 'op-leader', node);
@@ -326,29 +360,38 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
       const h = await hook(ns, standby, { waitReportIntervalSeconds: 1 });
       const leaderHook = await hook(ns, holder, { waitReportIntervalSeconds: 1 });
       await Promise.all([h.releaser.ready, leaderHook.releaser.ready]);
-      const held = await waitFor(
-        'LeaderLockHeld on the standby',
-        async () => (await events(ns.name, 'LeaderLockHeld')).find((e) => e.involvedObject.name === 'op-standby'),
+      const line = await waitFor(
+        'the standby logs the healthy holder',
+        async () => logsWith(h.logs, (l) => l.holder === 'op-leader' && l.holderState === 'running')[0],
         10_000,
       );
-      assert.match(held.message ?? '', /op-leader/);
-      assert.match(held.message ?? '', /delete that pod/);
-      assert.equal(held.type, 'Normal');
-      const line = logsWith(h.logs, (l) => l.holder === 'op-leader' && l.holderState === 'running')[0];
-      assert.ok(line, 'log line names the holder and its state');
       assert.equal(typeof line.waitedSeconds, 'number');
+      // three more report intervals: a healthy Running leader is no reason for an Event
+      await sleep(3_000);
+      assert.deepEqual(await events(ns.name, 'LeaderLockHeld'), [], 'no Event while the holder is Running and Ready');
       await setPodStatus(ns.name, 'op-leader', 'Running', undefined, { setup: 'terminated', leaderhook: 'running', manager: 'waiting' });
       const looping = await waitFor(
         'crash-loop reported',
-        async () => (await events(ns.name, 'LeaderLockHeld')).find((e) => /crash-looping/.test(e.message ?? '')),
+        async () => (await events(ns.name, 'LeaderLockHeld')).find((e) => e.involvedObject.name === 'op-standby' && /crash-looping/.test(e.message ?? '')),
         10_000,
       );
       assert.equal(looping.type, 'Warning');
+      assert.match(looping.message ?? '', /op-leader/);
+      assert.match(looping.message ?? '', /delete that pod/);
+      await sleep(3_000);
+      const held = await events(ns.name, 'LeaderLockHeld');
+      assert.equal(held.length, 1, `one Event for the state change, not one per interval: ${held.map((e) => e.message).join(' | ')}`);
       assert.equal(await configMapGone(ns.name, 'op-lock'), false, 'a crash-looping holder keeps its lock');
-      const fromLeader = (await events(ns.name, 'LeaderLockHeld')).filter((e) => e.involvedObject.name === 'op-leader');
-      assert.deepEqual(fromLeader, [], 'the leader, holding its own lock, reports no wait');
-      const aboutOther = (await events(ns.name, 'LeaderLockHeld')).filter((e) => /other-lock/.test(e.message ?? ''));
-      assert.deepEqual(aboutOther, [], 'a lock of another workload is not reported as waited for');
+      assert.deepEqual(
+        held.filter((e) => e.involvedObject.name === 'op-leader'),
+        [],
+        'the leader, holding its own lock, reports no wait',
+      );
+      assert.deepEqual(
+        held.filter((e) => /other-lock/.test(e.message ?? '')),
+        [],
+        'a lock of another workload is not reported as waited for',
+      );
     });
   });
 
@@ -373,6 +416,27 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
       assert.equal(result.released.length, 0);
       assert.match(result.failed.join('\n'), /ConfigMap\/op-lock: .*403/);
       assert.equal(await configMapGone(ns.name, 'op-lock'), false);
+    });
+  });
+
+  describe('missing permissions are visible', () => {
+    it('a Warning Event on the hook pod names what is missing and what it disables', async () => {
+      const ns = await namespace('lh-perm-event', [
+        { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] },
+        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'update'] },
+        { apiGroups: [''], resources: ['pods'], verbs: ['get', 'watch'] },
+        { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+      ]);
+      const pod = await createPod(ns.name, 'op-0', node);
+      const h = await hook(ns, pod);
+      await h.releaser.ready;
+      const warning = await waitFor('ReleaseHookPermissionsMissing Event', async () =>
+        (await events(ns.name, 'ReleaseHookPermissionsMissing')).find((e) => e.involvedObject.name === 'op-0'),
+      );
+      assert.equal(warning.type, 'Warning');
+      assert.match(warning.message ?? '', /configmaps delete/);
+      assert.match(warning.message ?? '', /ConfigMap locks cannot be released/);
+      assert.doesNotMatch(warning.message ?? '', /leases/, 'only what is missing');
     });
   });
 

@@ -9,6 +9,7 @@ import {
   isOwnLease,
   leaseIdentityIsPodName,
   lockNameFromAnnotations,
+  lockCandidateOwner,
   lockOwner,
   microTime,
   notFound,
@@ -59,6 +60,15 @@ const allTerminated: Pod['status'] = {
   initContainerStatuses: [terminated('setup'), terminated('leaderhook')],
   containerStatuses: [terminated('manager'), terminated('proxy')],
 };
+
+describe('lockCandidateOwner', () => {
+  it('reads the owner from metadata alone; lockOwner also needs the data to be empty', () => {
+    const withData = lock({ data: { 'config.yaml': 'x' } });
+    assert.deepEqual(lockCandidateOwner(withData), owner);
+    assert.equal(lockOwner(withData), undefined);
+    assert.equal(lockCandidateOwner(lock({}, [owner, { ...owner, name: 'op-1', uid: 'uid-b' }])), undefined);
+  });
+});
 
 describe('isConfigMapLock', () => {
   it('accepts operator-lib lock: one v1/Pod owner, no data', () => {

@@ -55,6 +55,11 @@ async function fakeApi(script: Script): Promise<{ url: string; calls: string[] }
         return pod ? json(200, pod) : json(404, { kind: 'Status', code: 404, reason: 'NotFound', message: 'pod not found' });
       }
       if (url.pathname.endsWith('/configmaps')) return json(200, { metadata: { resourceVersion: '100' }, items: script.locks });
+      const lockRead = req.method === 'GET' ? /\/configmaps\/([^/]+)$/.exec(url.pathname) : null;
+      if (lockRead) {
+        const lock = script.locks.find((cm) => cm.metadata?.name === lockRead[1]);
+        return lock ? json(200, lock) : json(404, { kind: 'Status', code: 404, reason: 'NotFound', message: url.pathname });
+      }
       if (url.pathname.endsWith('/leases')) return json(200, { metadata: { resourceVersion: '100' }, items: [] });
       if (req.method === 'DELETE' && url.pathname.includes('/configmaps/')) return json(200, { kind: 'Status', status: 'Success' });
       json(404, { kind: 'Status', code: 404, reason: 'NotFound', message: url.pathname });
@@ -113,6 +118,43 @@ describe('onTerminate', () => {
     assert.ok(api.calls.includes('POST /api/v1/namespaces/ns/events'), 'an Event for the release');
   });
 
+  it('lists and watches ConfigMaps as metadata only, and reads the lock in full before SIGTERM', async () => {
+    const accepts: string[] = [];
+    const api = await fakeApi({
+      pod: () => deleting(30),
+      locks: [ownLock()],
+      override: (req, _res, url) => {
+        if (url.pathname.endsWith('/configmaps')) accepts.push(`${url.searchParams.get('watch') === 'true' ? 'watch' : 'list'} ${req.headers.accept}`);
+        return false;
+      },
+    });
+    const { releaser, client } = await start(api.url);
+    await releaser.ready;
+    for (let i = 0; i < 100 && !accepts.some((a) => a.startsWith('watch')); i++) await new Promise((r) => setTimeout(r, 10));
+    const result = await releaser.onTerminate();
+    await releaser.stop();
+    client.close();
+    assert.deepEqual(result.released, ['ConfigMap/op-lock']);
+    assert.ok(
+      accepts.some((a) => a.startsWith('list application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1')),
+      accepts.join('\n'),
+    );
+    assert.ok(
+      accepts.some((a) => a.startsWith('watch application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1')),
+      accepts.join('\n'),
+    );
+    assert.ok(api.calls.includes('GET /api/v1/namespaces/ns/configmaps/op-lock'), 'the full lock is read live');
+  });
+
+  it('never deletes a ConfigMap of its own that turns out to carry data', async () => {
+    const withData = { ...ownLock(), data: { 'config.yaml': 'x' } };
+    const api = await fakeApi({ pod: () => deleting(30), locks: [withData] });
+    const { result } = await terminate(api.url);
+    assert.equal(result.decision.release, true, 'R1 applies');
+    assert.deepEqual(result.released, []);
+    assert.ok(!api.calls.some((c) => c.startsWith('DELETE')), api.calls.join('\n'));
+  });
+
   it('gives up within releaseTimeoutMs when the API server stops answering, and says so', async () => {
     let hang = false;
     const api = await fakeApi({ pod: () => deleting(30), locks: [ownLock()], override: () => hang });
@@ -155,7 +197,8 @@ describe('onTerminate', () => {
           deletes++;
           return json(409, { kind: 'Status', code: 409, reason: 'Conflict', message: 'precondition failed' });
         }
-        if (req.method === 'GET' && url.pathname.endsWith('/configmaps/op-lock')) {
+        // the version read ahead of SIGTERM is ours; the re-read after the conflict is not
+        if (req.method === 'GET' && url.pathname.endsWith('/configmaps/op-lock') && deletes > 0) {
           const other = ownLock('9');
           other.metadata = { ...other.metadata, uid: 'cm-2', ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'op-1', uid: 'uid-other' }] };
           return json(200, other);
