@@ -1,0 +1,86 @@
+/**
+ * The release hook as a separate process, as it runs in a pod: compiled
+ * JavaScript (what the image ships) with the downward-API env, authenticated
+ * as the pod's service account. Shared by the process test and the hook
+ * benchmarks.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Pod } from '../../../src/kube/types.ts';
+import { type LogLine, type TestNamespace, waitFor } from './harness.ts';
+
+const repo = fileURLToPath(new URL('../../../', import.meta.url));
+
+/** Compiles src/ as the image build does, into a scratch directory that resolves the repo's node_modules; returns the CLI. */
+export function compile(): string {
+  const out = mkdtempSync(join(tmpdir(), 'leaderhook-dist-'));
+  let diagnostics = '';
+  try {
+    execFileSync(join(repo, 'node_modules/.bin/tsc'), ['-p', join(repo, 'tsconfig.build.json'), '--outDir', join(out, 'dist')], { encoding: 'utf8' });
+  } catch (err) {
+    // tsc exits non-zero on a type error anywhere in src/ but still emits
+    diagnostics = String((err as { stdout?: string }).stdout ?? err);
+  }
+  const main = join(out, 'dist/cli.js');
+  if (!existsSync(main)) throw new Error(`compiling src/ to ${out} produced no ${main}: ${diagnostics}`);
+  symlinkSync(join(repo, 'node_modules'), join(out, 'node_modules'));
+  copyFileSync(join(repo, 'package.json'), join(out, 'package.json'));
+  return main;
+}
+
+/** Private memory of a process (RssAnon of /proc/PID/status), in KiB. */
+export function rssAnonKiB(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('RssAnon:'));
+  return Number(/(\d+)/.exec(line ?? '')?.[1]);
+}
+
+export interface HookProcess {
+  process: ChildProcess;
+  /** Every JSON log line so far. */
+  lines: LogLine[];
+  /** The hook's `ready` log line. */
+  ready: Promise<LogLine>;
+  /** Milliseconds from spawn to the `ready` line, once it came. */
+  readyAfterMs: Promise<number>;
+  exited: Promise<number | null>;
+}
+
+/** Starts `leaderhook release` (the compiled `cli`) as pod `pod` of `ns`; `nodeArgs` go before the script, as on the container command. */
+export function startHookProcess(cli: string, ns: TestNamespace, pod: Pod, nodeArgs: string[] = []): HookProcess {
+  const started = performance.now();
+  const child = spawn(process.execPath, [...nodeArgs, cli, 'release'], {
+    env: {
+      PATH: process.env.PATH,
+      POD_NAME: pod.metadata?.name,
+      POD_NAMESPACE: ns.name,
+      POD_UID: pod.metadata?.uid,
+      LEADERHOOK_KUBECONFIG: ns.kubeconfig,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines: LogLine[] = [];
+  let buffer = '';
+  child.stdout?.setEncoding('utf8');
+  child.stdout?.on('data', (chunk: string) => {
+    buffer += chunk;
+    for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
+      const line = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + 1);
+      try {
+        lines.push(JSON.parse(line) as LogLine);
+      } catch {
+        lines.push({ level: 'raw', msg: line });
+      }
+      if (process.env.LEADERHOOK_TEST_VERBOSE) process.stderr.write(`${line}\n`);
+    }
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const ready = waitFor('hook ready', async () => lines.find((l) => /^ready/.test(l.msg)), 30_000, 5);
+  const readyAfterMs = ready.then(() => performance.now() - started);
+  return { process: child, lines, ready, readyAfterMs, exited };
+}
