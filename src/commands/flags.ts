@@ -30,8 +30,7 @@ export const webhookFlags: FlagSpec[] = [
     name: 'hook-image',
     kind: 'string',
     env: 'LEADERHOOK_HOOK_IMAGE',
-    default: `leaderhook:${version}`,
-    help: 'image of the injected release hook (this image)',
+    help: 'image of the injected release hook: this webhook\'s own image, with a tag or digest; required (--dev defaults it to leaderhook:<version>)',
   },
   {
     name: 'hook-image-pull-policy',

@@ -7,9 +7,11 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { V1Deployment } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
 import { certManagerCrdDir } from '../support/cert-manager.ts';
 import { apiStatus, core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
-import { deleteNamespaceAndWait, kubectl } from '../support/leaderhook.ts';
+import { deleteNamespaceAndWait, kubectl, renderWithImage } from '../support/leaderhook.ts';
 
 describe('deploy/ on a real API server', () => {
   before(async () => {
@@ -42,6 +44,8 @@ describe('deploy/ on a real API server', () => {
     }
     for (const setting of [
       'failurePolicy: Ignore',
+      'failurePolicy: Fail',
+      'matchConditions:',
       'timeoutSeconds: 5',
       'sideEffects: None',
       'reinvocationPolicy: IfNeeded',
@@ -49,6 +53,21 @@ describe('deploy/ on a real API server', () => {
     ]) {
       assert.ok(rendered.includes(setting), `webhook registration lacks ${setting}`);
     }
+  });
+
+  test("one image value sets the webhook's image and the hook it injects, in deploy/ and in an overlay", () => {
+    const hookImage = (rendered: string) => {
+      const deployment = parseAllDocuments(rendered)
+        .map((d) => d.toJS() as V1Deployment)
+        .find((o) => o?.kind === 'Deployment');
+      const container = deployment?.spec?.template.spec?.containers.find((c) => c.name === 'webhook');
+      return { image: container?.image, hook: container?.env?.find((e) => e.name === 'LEADERHOOK_HOOK_IMAGE')?.value };
+    };
+    const base = hookImage(kubectl(['kustomize', 'deploy']));
+    assert.match(base.image ?? '', /^leaderhook:\d/);
+    assert.equal(base.hook, base.image);
+    const overlay = hookImage(renderWithImage('registry.example.com/team/leaderhook:9.9.9', 'Always'));
+    assert.deepEqual(overlay, { image: 'registry.example.com/team/leaderhook:9.9.9', hook: 'registry.example.com/team/leaderhook:9.9.9' });
   });
 
   test('every object of deploy/ passes server-side dry-run', () => {

@@ -7,6 +7,8 @@
  * PodDisruptionBudget, MutatingWebhookConfiguration — is applied as shipped.
  */
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { V1Deployment, V1RoleBinding } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
@@ -16,6 +18,8 @@ import { admissionRegistration, apiStatus, apps, core, createTestNamespace, kube
 const repo = path.join(import.meta.dirname, '../..');
 export const leaderhookImage = process.env.LEADERHOOK_TEST_IMAGE ?? 'leaderhook.test/leaderhook:dev';
 export const INJECTION_LABEL = { 'leaderhook.io/injection': 'enabled' };
+/** A namespace whose pods that lack POD_NAME are refused while the webhook is down (deploy/mutatingwebhookconfiguration.yaml). */
+export const REQUIRED_INJECTION_LABEL = { 'leaderhook.io/injection': 'required' };
 const NAMESPACE = 'leaderhook-system';
 
 export function kubectl(args: string[], input?: string): string {
@@ -78,6 +82,35 @@ async function waitUntilInjecting(): Promise<void> {
   }
 }
 
+/**
+ * deploy/ rendered the way a user sets the image: an overlay with `images:`
+ * and the pull policy. deploy/'s replacements must carry both into the hook
+ * image the webhook injects; nothing here sets the hook's image directly.
+ */
+export function renderWithImage(image: string, pullPolicy: string): string {
+  const overlay = mkdtempSync(path.join(tmpdir(), 'leaderhook-overlay-'));
+  try {
+    const at = image.lastIndexOf(':');
+    const kustomization = {
+      apiVersion: 'kustomize.config.k8s.io/v1beta1',
+      kind: 'Kustomization',
+      // kustomize takes bases by relative path only
+      resources: [path.relative(overlay, path.join(repo, 'deploy'))],
+      images: [{ name: 'leaderhook', newName: image.slice(0, at), newTag: image.slice(at + 1) }],
+      patches: [
+        {
+          target: { kind: 'Deployment', name: 'leaderhook-webhook' },
+          patch: JSON.stringify([{ op: 'replace', path: '/spec/template/spec/containers/0/imagePullPolicy', value: pullPolicy }]),
+        },
+      ],
+    };
+    writeFileSync(path.join(overlay, 'kustomization.yaml'), JSON.stringify(kustomization));
+    return kubectl(['kustomize', overlay]);
+  } finally {
+    rmSync(overlay, { recursive: true, force: true });
+  }
+}
+
 /** Applies deploy/ and waits until the webhook injects pods; returns an uninstall. */
 export async function installLeaderhook(): Promise<() => Promise<void>> {
   // A namespace left Terminating by an earlier run would refuse new objects.
@@ -85,18 +118,12 @@ export async function installLeaderhook(): Promise<() => Promise<void>> {
   await deleteNamespaceAndWait(NAMESPACE);
   const ca = await createCertificateAuthority('leaderhook e2e CA');
   const serving = await issueServingCertificate(ca, WEBHOOK_SERVICE_NAMES);
-  const objects = parseAllDocuments(kubectl(['kustomize', 'deploy']))
+  const objects = parseAllDocuments(renderWithImage(leaderhookImage, 'Never'))
     .map((doc) => doc.toJS() as Manifest)
     .filter((o) => o && o.kind !== 'Issuer' && o.kind !== 'Certificate');
 
   for (const object of objects) {
-    if (object.kind === 'Deployment') {
-      const deployment = object as unknown as V1Deployment;
-      const container = deployment.spec!.template.spec!.containers[0]!;
-      container.image = leaderhookImage;
-      container.imagePullPolicy = 'Never';
-      setEnv(deployment, { LEADERHOOK_HOOK_IMAGE: leaderhookImage, LEADERHOOK_HOOK_IMAGE_PULL_POLICY: 'Never', LEADERHOOK_LOG_LEVEL: 'debug' });
-    }
+    if (object.kind === 'Deployment') setEnv(object as unknown as V1Deployment, { LEADERHOOK_LOG_LEVEL: 'debug' });
     if (object.kind === 'MutatingWebhookConfiguration') {
       for (const webhook of (object as unknown as { webhooks: { clientConfig: { caBundle?: string } }[] }).webhooks) {
         webhook.clientConfig.caBundle = Buffer.from(ca.cert).toString('base64');
