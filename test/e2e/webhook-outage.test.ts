@@ -1,0 +1,152 @@
+/**
+ * A webhook outage must never leave an operator worse off than without
+ * leaderhook (deploy/mutatingwebhookconfiguration.yaml). With the webhook
+ * scaled to 0:
+ * - in a `required` namespace, a Deployment whose operator relies on the
+ *   webhook for POD_NAME gets FailedCreate and no pod at all (none can
+ *   crash-loop); once the webhook is back, its ReplicaSet's own retries create
+ *   the pods, injected, and one of them leads, with nobody acting;
+ * - in a `required` namespace, an operator that sets POD_NAME itself is
+ *   created uninjected and fails over through the garbage collector;
+ * - in an `enabled` namespace, pods are always created (uninjected).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
+import { apiStatus, apps, core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
+import { applyOperatorRbac, OPERATOR_CONTAINER, operatorManifest } from '../support/failover.ts';
+import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl, REQUIRED_INJECTION_LABEL } from '../support/leaderhook.ts';
+
+const SYSTEM = 'leaderhook-system';
+const LOCK = 'lfl-operator-lock';
+const INJECTED = 'leaderhook.io/injected';
+
+async function scaleWebhook(replicas: number): Promise<void> {
+  kubectl(['-n', SYSTEM, 'scale', 'deployment/leaderhook-webhook', `--replicas=${replicas}`]);
+  await waitFor(
+    `the webhook at ${replicas} ready replicas`,
+    async () => {
+      const pods = await core.listNamespacedPod({ namespace: SYSTEM, labelSelector: 'app.kubernetes.io/component=webhook' });
+      const ready = pods.items.filter((p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      return replicas === 0 ? pods.items.length === 0 : ready.length === replicas;
+    },
+    120_000,
+    250,
+  );
+}
+
+async function operatorPods(namespace: string): Promise<V1Pod[]> {
+  const pods = await core.listNamespacedPod({ namespace, labelSelector: 'app.kubernetes.io/name=lfl-operator' });
+  return pods.items.filter((p) => !p.metadata?.deletionTimestamp);
+}
+
+async function lockHolder(namespace: string): Promise<string | undefined> {
+  try {
+    const cm = await core.readNamespacedConfigMap({ name: LOCK, namespace });
+    return cm.metadata?.deletionTimestamp ? undefined : cm.metadata?.ownerReferences?.[0]?.name;
+  } catch (error) {
+    if (apiStatus(error) === 404) return undefined;
+    throw error;
+  }
+}
+
+async function operatorNamespace(prefix: string, labels: Record<string, string>): Promise<TestNamespace> {
+  const ns = await createTestNamespace(prefix, { 'pod-security.kubernetes.io/enforce': 'restricted', ...labels });
+  await applyOperatorRbac(ns.name);
+  await grantReleaseHook(ns.name, 'test-operator');
+  return ns;
+}
+
+describe('a webhook outage leaves no operator worse off', () => {
+  let uninstall: (() => Promise<void>) | undefined;
+  const namespaces: TestNamespace[] = [];
+
+  before(async () => {
+    uninstall = await installLeaderhook();
+  });
+  after(async () => {
+    for (const ns of namespaces) await ns.cleanup();
+    await uninstall?.();
+  });
+
+  test('required: refused while down, healed when back; pods that set POD_NAME always run; enabled: always created', async (t) => {
+    const needsWebhook = await operatorNamespace('e2e-req', REQUIRED_INJECTION_LABEL);
+    const ownPodName = await operatorNamespace('e2e-req-own', REQUIRED_INJECTION_LABEL);
+    const enabled = await operatorNamespace('e2e-enabled', INJECTION_LABEL);
+    namespaces.push(needsWebhook, ownPodName, enabled);
+
+    await scaleWebhook(0);
+    const downAt = Date.now();
+    const since = (at: number) => `${((Date.now() - at) / 1000).toFixed(1)}s`;
+    t.diagnostic('webhook scaled to 0, no webhook pod left');
+
+    await apps.createNamespacedDeployment({ namespace: ownPodName.name, body: operatorManifest('lfl-operator', {}) });
+    await apps.createNamespacedDeployment({ namespace: enabled.name, body: operatorManifest('lfl-operator', {}) });
+
+    // Pods that set POD_NAME are never refused: both run uninjected and one leads.
+    const ownLeader = await waitFor('a leader among the pods that set POD_NAME', () => lockHolder(ownPodName.name), 120_000);
+    const own = await operatorPods(ownPodName.name);
+    assert.equal(own.length, 2);
+    for (const pod of own) assert.equal(pod.metadata?.annotations?.[INJECTED], undefined, `${pod.metadata?.name} uninjected`);
+    t.diagnostic(`${since(downAt)} required namespace, POD_NAME set: ${ownLeader} leads, uninjected`);
+
+    // In an enabled namespace pods are always created, as they were without leaderhook.
+    await waitFor(
+      'the enabled namespace to have its pods, uninjected',
+      async () => {
+        const pods = await operatorPods(enabled.name);
+        return pods.length === 2 && pods.every((p) => p.metadata?.annotations?.[INJECTED] === undefined);
+      },
+      60_000,
+    );
+
+    // The garbage collector stays the fallback for the uninjected leader.
+    await core.deleteNamespacedPod({ name: ownLeader, namespace: ownPodName.name });
+    const ownNext = await waitFor(
+      'a new leader after the uninjected leader is deleted (GC path)',
+      async () => {
+        const holder = await lockHolder(ownPodName.name);
+        return holder && holder !== ownLeader ? holder : undefined;
+      },
+      120_000,
+    );
+    t.diagnostic(`${since(downAt)} uninjected failover through GC: ${ownLeader} -> ${ownNext}`);
+
+    // Created last, so that its ReplicaSet's retries (exponential backoff from
+    // 5 ms) have not spaced out far when the webhook comes back.
+    const refusedFrom = Date.now();
+    await apps.createNamespacedDeployment({ namespace: needsWebhook.name, body: operatorManifest('lfl-operator', { withoutPodNameEnv: true }) });
+    const refused = await waitFor(
+      'FailedCreate of the pods that rely on the webhook',
+      async () => {
+        const events = await core.listNamespacedEvent({ namespace: needsWebhook.name });
+        return events.items.find((e: CoreV1Event) => e.reason === 'FailedCreate' && e.involvedObject.kind === 'ReplicaSet');
+      },
+      60_000,
+    );
+    assert.match(refused.message ?? '', /require-pod-name\.leaderhook\.io/, 'refused by the Fail entry, naming it');
+    t.diagnostic(`${since(downAt)} FailedCreate: ${refused.message}`);
+
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    assert.deepEqual(await operatorPods(needsWebhook.name), [], 'no pod that would crash-loop without POD_NAME was created');
+    t.diagnostic(`outage lasted ${since(downAt)}, pods refused for ${since(refusedFrom)}; bringing the webhook back`);
+    await scaleWebhook(2);
+    const backAt = Date.now();
+
+    const healed = await waitFor(
+      'the refused Deployment to have its pods, injected, and one leader',
+      async () => {
+        const pods = await operatorPods(needsWebhook.name);
+        const holder = await lockHolder(needsWebhook.name);
+        if (pods.length !== 2 || !pods.every((p) => p.metadata?.annotations?.[INJECTED]) || !holder) return undefined;
+        return { pods, holder };
+      },
+      30_000,
+    );
+    t.diagnostic(`${since(backAt)} after the webhook was back: ${healed.holder} leads, both pods injected, nobody acted`);
+    for (const pod of healed.pods) {
+      const restarts = pod.status?.containerStatuses?.find((s) => s.name === OPERATOR_CONTAINER)?.restartCount ?? 0;
+      assert.equal(restarts, 0, `${pod.metadata?.name}: the operator never crash-looped`);
+    }
+  });
+});
