@@ -1,6 +1,5 @@
 /** The flags of each command: parsing, --help and the README's tables all come from here. */
 import type { FlagSpec } from '../flags.ts';
-import { version } from '../version.ts';
 
 export const webhookFlags: FlagSpec[] = [
   { name: 'listen', kind: 'string', env: 'LEADERHOOK_LISTEN', default: '0.0.0.0:8443', help: 'address and port to serve HTTPS on' },
@@ -30,7 +29,7 @@ export const webhookFlags: FlagSpec[] = [
     name: 'hook-image',
     kind: 'string',
     env: 'LEADERHOOK_HOOK_IMAGE',
-    help: 'image of the injected release hook: this webhook\'s own image, with a tag or digest; required (--dev defaults it to leaderhook:<version>)',
+    help: "image of the injected release hook: this webhook's own image, with a tag or digest; required (--dev defaults it to leaderhook:<version>)",
   },
   {
     name: 'hook-image-pull-policy',

@@ -56,7 +56,7 @@ export function checkHookImage(image: string | undefined, dev: boolean): string 
   if (!image) {
     if (dev) return `leaderhook:${version}`;
     throw new UsageError(
-      '--hook-image is not set: it must name this webhook\'s own image (deploy/ with kustomize and the Helm chart copy it from the container image)',
+      "--hook-image is not set: it must name this webhook's own image (deploy/ sets it from the container's image through kustomize's images:)",
     );
   }
   if (image === HOOK_IMAGE_PLACEHOLDER) {

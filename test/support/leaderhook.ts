@@ -6,7 +6,7 @@
  * controllers do not run here. Everything else — Deployment, Service,
  * PodDisruptionBudget, MutatingWebhookConfiguration — is applied as shipped.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -29,6 +29,17 @@ export function kubectl(args: string[], input?: string): string {
     const e = error as { stderr?: string; message: string };
     throw new Error(`kubectl ${args.join(' ')}: ${e.stderr || e.message}`);
   }
+}
+
+/** kubectl with its stderr too, where it prints admission warnings (`Warning: ...`). */
+export function kubectlWithWarnings(args: string[], input?: string): { stdout: string; warnings: string[] } {
+  const run = spawnSync('kubectl', ['--kubeconfig', kubeconfigPath, ...args], { cwd: repo, encoding: 'utf8', input });
+  if (run.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${run.stderr || run.error?.message}`);
+  const warnings = run.stderr
+    .split('\n')
+    .filter((l) => l.startsWith('Warning: '))
+    .map((l) => l.slice('Warning: '.length));
+  return { stdout: run.stdout, warnings };
 }
 
 type Manifest = { kind: string; metadata: { name: string }; [key: string]: unknown };

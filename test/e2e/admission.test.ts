@@ -1,7 +1,11 @@
 /**
- * A webhook outage must never leave an operator worse off than without
- * leaderhook (deploy/mutatingwebhookconfiguration.yaml). With the webhook
- * scaled to 0:
+ * The admission side of leaderhook installed from deploy/, on the real API
+ * server:
+ * - a workload applied with kubectl gets the warnings its pods would get (the
+ *   ReplicaSet controller drops the pods' own), and is stored unchanged;
+ * - a webhook outage never leaves an operator worse off than without
+ *   leaderhook (deploy/mutatingwebhookconfiguration.yaml). With the webhook
+ *   scaled to 0:
  * - in a `required` namespace, a Deployment whose operator relies on the
  *   webhook for POD_NAME gets FailedCreate and no pod at all (none can
  *   crash-loop); once the webhook is back, its ReplicaSet's own retries create
@@ -15,7 +19,7 @@ import { after, before, describe, test } from 'node:test';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { apiStatus, apps, core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
 import { applyOperatorRbac, OPERATOR_CONTAINER, operatorManifest } from '../support/failover.ts';
-import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl, REQUIRED_INJECTION_LABEL } from '../support/leaderhook.ts';
+import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl, kubectlWithWarnings, REQUIRED_INJECTION_LABEL } from '../support/leaderhook.ts';
 
 const SYSTEM = 'leaderhook-system';
 const LOCK = 'lfl-operator-lock';
@@ -57,7 +61,7 @@ async function operatorNamespace(prefix: string, labels: Record<string, string>)
   return ns;
 }
 
-describe('a webhook outage leaves no operator worse off', () => {
+describe('admission: workload warnings, and webhook outages that leave no operator worse off', () => {
   let uninstall: (() => Promise<void>) | undefined;
   const namespaces: TestNamespace[] = [];
 
@@ -67,6 +71,26 @@ describe('a webhook outage leaves no operator worse off', () => {
   after(async () => {
     for (const ns of namespaces) await ns.cleanup();
     await uninstall?.();
+  });
+
+  test('kubectl apply of a Deployment prints the warnings its pods get, and the Deployment is stored as applied', async () => {
+    const ns = await createTestNamespace('e2e-warn', INJECTION_LABEL);
+    namespaces.push(ns);
+    const deployment = operatorManifest('lfl-operator', {});
+    deployment.metadata = { ...deployment.metadata, namespace: ns.name };
+    deployment.spec.replicas = 0;
+    deployment.spec.template.spec = { ...deployment.spec.template.spec!, terminationGracePeriodSeconds: 0 };
+    const applied = kubectlWithWarnings(['apply', '-f', '-'], JSON.stringify(deployment));
+    assert.deepEqual(applied.warnings, ['leaderhook: terminationGracePeriodSeconds 0s -> 10s (floor: the release hook needs time after the operator stops)']);
+    const stored = await apps.readNamespacedDeployment({ name: 'lfl-operator', namespace: ns.name });
+    assert.equal(stored.spec?.template.spec?.terminationGracePeriodSeconds, 0, 'warnings only: the workload is not patched');
+    assert.equal(stored.spec?.template.spec?.initContainers, undefined);
+    const again = kubectlWithWarnings(['apply', '-f', '-'], JSON.stringify(deployment));
+    assert.equal(again.warnings.length, 1, 'an update warns as well');
+    const clean = operatorManifest('lfl-operator', {});
+    clean.metadata = { ...clean.metadata, name: 'clean', namespace: ns.name };
+    clean.spec.replicas = 0;
+    assert.deepEqual(kubectlWithWarnings(['apply', '-f', '-'], JSON.stringify(clean)).warnings, [], 'nothing to say, nothing said');
   });
 
   test('required: refused while down, healed when back; pods that set POD_NAME always run; enabled: always created', async (t) => {
@@ -79,6 +103,36 @@ describe('a webhook outage leaves no operator worse off', () => {
     const downAt = Date.now();
     const since = (at: number) => `${((Date.now() - at) / 1000).toFixed(1)}s`;
     t.diagnostic('webhook scaled to 0, no webhook pod left');
+
+    // Which pods the Fail entry's matchConditions refuse, by dry-run creates.
+    const probe = (name: string, change: (pod: V1Pod) => void) => {
+      const { metadata, spec } = operatorManifest('lfl-operator', { withoutPodNameEnv: true }).spec.template;
+      const pod: V1Pod = { metadata: { ...metadata, name }, spec: spec! };
+      change(pod);
+      return core.createNamespacedPod({ namespace: needsWebhook.name, dryRun: 'All', body: pod }).then(
+        () => 'created',
+        (error: unknown) => `refused: ${(error as Error).message}`,
+      );
+    };
+    assert.match(await probe('lacks-pod-name', () => {}), /refused: .*require-pod-name\.leaderhook\.io/);
+    assert.equal(
+      await probe('sets-pod-name', (p) => {
+        p.spec!.containers[0]!.env = [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }];
+      }),
+      'created',
+    );
+    assert.equal(
+      await probe('opted-out-by-annotation', (p) => {
+        p.metadata!.annotations = { 'leaderhook.io/inject': 'false' };
+      }),
+      'created',
+    );
+    assert.equal(
+      await probe('opted-out-by-label', (p) => {
+        p.metadata!.labels = { ...p.metadata!.labels, 'leaderhook.io/inject': 'false' };
+      }),
+      'created',
+    );
 
     await apps.createNamespacedDeployment({ namespace: ownPodName.name, body: operatorManifest('lfl-operator', {}) });
     await apps.createNamespacedDeployment({ namespace: enabled.name, body: operatorManifest('lfl-operator', {}) });
