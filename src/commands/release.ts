@@ -1,5 +1,5 @@
 import { UsageError, type FlagValues } from '../flags.ts';
-import { createLogger } from '../log.ts';
+import { createLineLogger } from '../line-log.ts';
 import { type ReleaseProcessOptions, idleUntilSignal, startReleaseProcess } from '../releaser/main.ts';
 
 /** Turns the release flags into the hook's options; the downward-API identity is required. */
@@ -32,11 +32,11 @@ export function releaseOptionsFromFlags(values: FlagValues): ReleaseProcessOptio
  * garbage collector remains the fallback.
  */
 export async function runReleaseCommand(values: FlagValues): Promise<void> {
-  const logger = createLogger('release-hook');
+  const logger = createLineLogger('release-hook');
   try {
     await startReleaseProcess({ ...releaseOptionsFromFlags(values), logger });
   } catch (error) {
-    logger.error({ err: (error as Error).message }, 'release hook cannot start; idling until SIGTERM (garbage collection remains the fallback)');
+    logger.error({ err: error }, 'release hook cannot start; idling until SIGTERM (garbage collection remains the fallback)');
     idleUntilSignal();
   }
 }

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../line-log.ts';
 import { backoffDelay, sleep } from './backoff.ts';
 import type { KubeClient } from './client.ts';
 import { errorFromStatus, isGone, KubeApiError } from './errors.ts';
@@ -92,7 +92,7 @@ export function startWatch<T extends KubeObject>(opts: WatchOptions, handlers: W
     try {
       fn();
     } catch (err) {
-      log.error({ err: (err as Error).message }, `handling an event of ${opts.what} failed`);
+      log.error({ err }, `handling an event of ${opts.what} failed`);
     }
   }
 
@@ -159,7 +159,7 @@ export function startWatch<T extends KubeObject>(opts: WatchOptions, handlers: W
         if (isGone(err)) {
           // Our resourceVersion is older than etcd's compaction window: start
           // over from the current state, at once the first time.
-          log.info({ err: (err as Error).message }, `watch of ${opts.what} expired (410 Gone), relisting`);
+          log.info({ err }, `watch of ${opts.what} expired (410 Gone), relisting`);
           resourceVersion = undefined;
           needList = opts.mode === 'list-watch';
           if (!lastWasGone) {
@@ -172,10 +172,7 @@ export function startWatch<T extends KubeObject>(opts: WatchOptions, handlers: W
         attempt = Date.now() - openedAt > 60_000 ? 1 : attempt + 1;
         const delay = backoffDelay(attempt, initialMs, maxMs);
         const forbidden = err instanceof KubeApiError && (err.status === 401 || err.status === 403);
-        log[forbidden || attempt > 3 ? 'warn' : 'info'](
-          { err: (err as Error).message, attempt, retryInMs: delay },
-          `watch of ${opts.what} interrupted, retrying`,
-        );
+        log[forbidden || attempt > 3 ? 'warn' : 'info']({ err, attempt, retryInMs: delay }, `watch of ${opts.what} interrupted, retrying`);
         await sleep(delay, abort.signal);
       }
     }
@@ -183,7 +180,7 @@ export function startWatch<T extends KubeObject>(opts: WatchOptions, handlers: W
   }
 
   const done = loop().catch((err: unknown) => {
-    log.error({ err: (err as Error).message }, `watch of ${opts.what} stopped unexpectedly`);
+    log.error({ err }, `watch of ${opts.what} stopped unexpectedly`);
   });
 
   return {

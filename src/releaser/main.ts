@@ -6,7 +6,7 @@
  */
 import { inClusterConfig, kubeconfigConfig } from '../kube/config.ts';
 import { createKubeClient } from '../kube/client.ts';
-import { createLogger, type Logger } from '../log.ts';
+import { createLineLogger, type Logger } from '../line-log.ts';
 import { type ReleaserOptions, type RunningReleaser, runReleaser } from './releaser.ts';
 
 export interface ReleaseProcessOptions extends Omit<ReleaserOptions, 'client' | 'logger'> {
@@ -21,7 +21,7 @@ export interface ReleaseProcessOptions extends Omit<ReleaserOptions, 'client' | 
  * ready: the pod must not wait for the API server).
  */
 export async function startReleaseProcess(options: ReleaseProcessOptions): Promise<RunningReleaser> {
-  const logger = options.logger ?? createLogger('release-hook');
+  const logger = options.logger ?? createLineLogger('release-hook');
   const config = options.kubeconfig ? await kubeconfigConfig(options.kubeconfig) : inClusterConfig();
   const client = createKubeClient(config);
   const { kubeconfig: _k, logger: _l, ...rest } = options;
@@ -41,7 +41,7 @@ export function installSignalHandlers(releaser: RunningReleaser, logger: Logger,
     // onTerminate first: it notes the time of the signal, which R1 compares with the deadline
     const done = releaser.onTerminate();
     logger.info({ signal }, `${signal} received`);
-    done.catch((err: unknown) => logger.error({ err: (err as Error).message }, 'SIGTERM handling failed')).finally(() => exit(0));
+    done.catch((err: unknown) => logger.error({ err }, 'SIGTERM handling failed')).finally(() => exit(0));
   };
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../line-log.ts';
 
 export type ReleaseOutcome = 'released' | 'observed' | 'moved' | 'failed';
 

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../line-log.ts';
 import type { KubeClient } from '../kube/client.ts';
 
 /** What the hook needs in its own namespace (DESIGN §4), and what it cannot do without each. */
@@ -54,7 +54,7 @@ export async function checkPermissions(client: KubeClient, namespace: string, lo
       `missing permissions in namespace ${namespace}: ${missing.join(', ')}; running with what is allowed (see deploy/operator-rbac)`,
     );
   } else if (failures.length === 0) {
-    logger.info('all permissions present');
+    logger.info({}, 'all permissions present');
   }
   return perms;
 }

@@ -4,7 +4,7 @@
  * holder can never run again (R0, R2, R3). DESIGN §3-4 is the contract; the
  * rules themselves live in rules.ts as pure functions.
  */
-import type { Logger } from 'pino';
+import type { Logger } from '../line-log.ts';
 import { backoffDelay, sleep } from '../kube/backoff.ts';
 import { type KubeClient, metadataAccept, paths } from '../kube/client.ts';
 import { isConflict, isNotFound } from '../kube/errors.ts';
@@ -134,7 +134,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     try {
       metrics = await startMetrics(options.metricsPort, log);
     } catch (err) {
-      log.error({ err: (err as Error).message }, 'metrics disabled');
+      log.error({ err }, 'metrics disabled');
     }
   }
 
@@ -167,7 +167,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
       const event = buildPodEvent({ target, reason, message, type, reportingInstance: podName, now: clock.now() });
       await client.createEvent(ns, event, { timeoutMs: 5_000, ...(signal ? { signal } : {}) });
     } catch (err) {
-      log.warn({ err: (err as Error).message, reason }, 'could not record Event');
+      log.warn({ err, reason }, 'could not record Event');
     }
   }
 
@@ -188,7 +188,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
       } catch (err) {
         if (!active()) return undefined;
         const delay = backoffDelay(attempt, 500, 30_000);
-        log[attempt > 3 ? 'warn' : 'info']({ err: (err as Error).message, retryInMs: delay }, 'cannot read own pod yet; R0-R3 wait for it');
+        log[attempt > 3 ? 'warn' : 'info']({ err, retryInMs: delay }, 'cannot read own pod yet; R0-R3 wait for it');
         await sleep(delay, background.signal);
       }
     }
@@ -210,7 +210,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
   async function start(): Promise<void> {
     const [checked, pod] = await Promise.all([
       checkPermissions(client, ns, log).catch((err: unknown) => {
-        log.warn({ err: (err as Error).message }, 'permission check failed; trying anyway');
+        log.warn({ err }, 'permission check failed; trying anyway');
         return undefined;
       }),
       readOwnPod(),
@@ -234,7 +234,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     startLeaseWatch();
     startLockWatch();
     reportTimer = setInterval(() => {
-      reportWaits().catch((err: unknown) => log.error({ err: (err as Error).message }, 'wait report failed'));
+      reportWaits().catch((err: unknown) => log.error({ err }, 'wait report failed'));
     }, reportIntervalMs);
     reportTimer.unref();
     await Promise.all([locksListedP, leasesListedP]);
@@ -474,7 +474,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
           if (isNotFound(err)) holder = notFound;
           else {
             if (active()) {
-              log.warn({ err: (err as Error).message, lock: t.name }, 'cannot read holder pod; will retry');
+              log.warn({ err, lock: t.name }, 'cannot read holder pod; will retry');
               scheduleRetry(t);
             }
             return;
@@ -530,12 +530,12 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
       await client.deleteConfigMap(ns, t.name, { uid, resourceVersion }, { timeoutMs: 5_000, signal: background.signal });
     } catch (err) {
       if (isNotFound(err) || isConflict(err)) {
-        log.info({ ...fields, err: (err as Error).message }, `lock ${t.name} already deleted or changed by someone else; nothing to do`);
+        log.info({ ...fields, err }, `lock ${t.name} already deleted or changed by someone else; nothing to do`);
         metrics.release(rule, 'ConfigMap', 'moved');
         return;
       }
       if (!active()) return;
-      log.warn({ ...fields, err: (err as Error).message }, `releasing lock ${t.name} failed; will retry`);
+      log.warn({ ...fields, err }, `releasing lock ${t.name} failed; will retry`);
       metrics.release(rule, 'ConfigMap', 'failed');
       scheduleRetry(t);
       return;
@@ -846,7 +846,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
   }
 
   const ready = start().catch((err: unknown) => {
-    log.error({ err: (err as Error).message }, 'release hook start failed');
+    log.error({ err }, 'release hook start failed');
   });
   return { ready, onTerminate, stop };
 }

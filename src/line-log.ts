@@ -1,0 +1,89 @@
+/**
+ * The release hook's logger: one JSON line per event on stdout, in pino's
+ * shape (`level` as a word, ISO `time`, `component`, the fields, `msg`), so
+ * the webhook's and the hook's lines read and parse alike. Written
+ * synchronously with no dependency: the hook runs in every operator pod, and
+ * pino with its stream and worker machinery costs memory there for nothing.
+ * pino's own Logger satisfies this interface, so tests and the webhook can
+ * pass one in.
+ */
+import { writeSync } from 'node:fs';
+
+export type LogFields = Record<string, unknown>;
+type LogMethod = (fields: LogFields, msg?: string) => void;
+
+export interface Logger {
+  debug: LogMethod;
+  info: LogMethod;
+  warn: LogMethod;
+  error: LogMethod;
+  child(bindings: LogFields): Logger;
+}
+
+const LEVELS = { debug: 20, info: 30, warn: 40, error: 50 } as const;
+export type LogLevel = keyof typeof LEVELS;
+
+/**
+ * An Error as pino's standard serializer writes it: type, message, code,
+ * cause, and the stack on error lines only (API failures the hook retries
+ * are described by their message; a stack on every retry is noise).
+ */
+function serializeError(err: Error, withStack: boolean, depth = 0): LogFields {
+  const out: LogFields = { type: err.name, message: err.message };
+  if (withStack) out.stack = err.stack;
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code !== undefined) out.code = code;
+  if (err.cause instanceof Error && depth < 3) out.cause = serializeError(err.cause, withStack, depth + 1);
+  return out;
+}
+
+function serialize(fields: LogFields, withStack: boolean): LogFields {
+  let out: LogFields | undefined;
+  for (const [key, value] of Object.entries(fields)) {
+    if (value instanceof Error) {
+      out ??= { ...fields };
+      out[key] = serializeError(value, withStack);
+    }
+  }
+  return out ?? fields;
+}
+
+/** Writes to stdout, whole lines at once; a failed write (stdout closed) drops the line rather than crash the hook. */
+function writeStdout(line: string): void {
+  try {
+    writeSync(1, line);
+  } catch {
+    // nothing left to tell it to
+  }
+}
+
+export function createLineLogger(
+  component: string,
+  level: string = process.env.LEADERHOOK_LOG_LEVEL ?? 'info',
+  write: (line: string) => void = writeStdout,
+): Logger {
+  const threshold = LEVELS[level as LogLevel] ?? LEVELS.info;
+  const make = (bindings: LogFields): Logger => {
+    const method =
+      (name: LogLevel): LogMethod =>
+      (fields, msg) => {
+        if (LEVELS[name] < threshold) return;
+        const record = {
+          level: name,
+          time: new Date().toISOString(),
+          ...bindings,
+          ...serialize(fields, name === 'error'),
+          ...(msg === undefined ? {} : { msg }),
+        };
+        write(`${JSON.stringify(record)}\n`);
+      };
+    return {
+      debug: method('debug'),
+      info: method('info'),
+      warn: method('warn'),
+      error: method('error'),
+      child: (more) => make({ ...bindings, ...more }),
+    };
+  };
+  return make({ component });
+}
