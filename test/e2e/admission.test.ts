@@ -85,6 +85,8 @@ describe('admission: workload warnings, and webhook outages that leave no operat
     const stored = await apps.readNamespacedDeployment({ name: 'lfl-operator', namespace: ns.name });
     assert.equal(stored.spec?.template.spec?.terminationGracePeriodSeconds, 0, 'warnings only: the workload is not patched');
     assert.equal(stored.spec?.template.spec?.initContainers, undefined);
+    // kubectl sends no request for an unchanged object: change a label to make it an UPDATE
+    deployment.metadata = { ...deployment.metadata, labels: { ...deployment.metadata?.labels, 'leaderhook.test/updated': 'yes' } };
     const again = kubectlWithWarnings(['apply', '-f', '-'], JSON.stringify(deployment));
     assert.equal(again.warnings.length, 1, 'an update warns as well');
     const clean = operatorManifest('lfl-operator', {});
@@ -114,7 +116,7 @@ describe('admission: workload warnings, and webhook outages that leave no operat
         (error: unknown) => `refused: ${(error as Error).message}`,
       );
     };
-    assert.match(await probe('lacks-pod-name', () => {}), /refused: .*require-pod-name\.leaderhook\.io/);
+    assert.match(await probe('lacks-pod-name', () => {}), /^refused:[\s\S]*require-pod-name\.leaderhook\.io/);
     assert.equal(
       await probe('sets-pod-name', (p) => {
         p.spec!.containers[0]!.env = [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }];
