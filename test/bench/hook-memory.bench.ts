@@ -5,7 +5,7 @@
  * ConfigMaps of K KiB each (plus a few locks of another pod and its own).
  *
  *   test/cluster/in-netns.sh node_modules/.bin/node test/bench/hook-memory.bench.ts \
- *     [--sizes 0,500,2000] [--kib 100] [--repeat 1] [--node-flags "--lite-mode ..."] [--cli path/to/dist/cli.js]
+ *     [--sizes 0,500,2000] [--kib 100] [--repeat 1] [--node-flags="--lite-mode ..."] [--cli path/to/dist/cli.js]
  *
  * Runs the compiled hook (src/ compiled as the image does, or --cli to
  * measure another build, e.g. an older commit's) as a process of its own
@@ -28,7 +28,7 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  process.stdout.write('usage: node test/bench/hook-memory.bench.ts [--sizes 0,500,2000] [--kib 100] [--repeat 1] [--node-flags "..."] [--cli dist/cli.js]\n');
+  process.stdout.write('usage: node test/bench/hook-memory.bench.ts [--sizes 0,500,2000] [--kib 100] [--repeat 1] [--node-flags="..."] [--cli dist/cli.js]\n');
   process.exit(0);
 }
 const sizes = values.sizes.split(',').map((s) => Number(s.trim()));
