@@ -67,14 +67,15 @@ interface KubeconfigFile {
  * A kubeconfig file, minimal: one context's server, CA, client certificate
  * or token (inline, from files, or `tokenFile`). Exec and auth-provider
  * plugins are not supported — the hook runs with a service account. The YAML
- * parser is loaded only here, so the in-cluster path never pays for it.
+ * parser is loaded only here, and only for a file that is not JSON, so the
+ * in-cluster path never pays for it.
  */
 export async function kubeconfigConfig(path: string, contextName?: string): Promise<ClusterConfig> {
-  const { parse } = await import('yaml');
   const text = readOrThrow(path, 'kubeconfig').toString('utf8');
   let doc: KubeconfigFile;
   try {
-    doc = parse(text) as KubeconfigFile;
+    // JSON is YAML too; a JSON kubeconfig (as tools write them) needs no YAML parser
+    doc = text.trimStart().startsWith('{') ? (JSON.parse(text) as KubeconfigFile) : ((await import('yaml')).parse(text) as KubeconfigFile);
   } catch (err) {
     throw new Error(`parsing kubeconfig ${path}: ${(err as Error).message}`, { cause: err });
   }
