@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { KubeClient, RequestOptions } from '../kube/client.ts';
 import type { KubeEvent } from '../kube/types.ts';
+import { allowed, type HookContext } from './context.ts';
 
 export type EventReason = 'LeaderLockReleased' | 'LeaderLockWouldRelease' | 'LeaderLockHeld' | 'ReleaseHookPermissionsMissing';
 
@@ -51,4 +52,30 @@ export function buildPodEvent(init: {
 
 export async function recordEvent(client: KubeClient, event: KubeEvent, opts?: RequestOptions): Promise<void> {
   await client.createEvent(event.metadata.namespace ?? '', event, opts);
+}
+
+export interface EventRecorder {
+  /** Records an Event on `target`; never rejects (a failure is logged: the log line is the record then). */
+  emit(target: EventTarget, reason: EventReason, type: 'Normal' | 'Warning', message: string, signal?: AbortSignal): Promise<void>;
+  /** A release of another pod's lock is told on that pod and on this one, so it is found from either. */
+  emitOnBoth(holder: EventTarget, reason: EventReason, message: string): Promise<void>;
+}
+
+/** Events of this hook: reported by this pod, skipped without a word when it may not create Events (the start said so once). */
+export function eventRecorder(ctx: HookContext): EventRecorder {
+  async function emit(target: EventTarget, reason: EventReason, type: 'Normal' | 'Warning', message: string, signal?: AbortSignal): Promise<void> {
+    if (!allowed(ctx, 'events', 'create')) return;
+    try {
+      const event = buildPodEvent({ target, reason, message, type, reportingInstance: ctx.podName, now: ctx.clock.now() });
+      await ctx.client.createEvent(ctx.ns, event, { timeoutMs: 5_000, ...(signal ? { signal } : {}) });
+    } catch (err) {
+      ctx.log.warn({ err, reason }, 'could not record Event');
+    }
+  }
+  return {
+    emit,
+    async emitOnBoth(holder, reason, message) {
+      await Promise.all([emit(holder, reason, 'Normal', message), emit(ctx.self, reason, 'Normal', `${message} (by this pod's release hook)`)]);
+    },
+  };
 }

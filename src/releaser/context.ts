@@ -1,0 +1,41 @@
+import type { KubeClient } from '../kube/client.ts';
+import type { Logger } from '../line-log.ts';
+import type { EventTarget } from './events.ts';
+import type { ReleaserMetrics } from './metrics.ts';
+import { can, type Permissions } from './permissions.ts';
+
+export interface Clock {
+  /** Milliseconds since the epoch, like Date.now(). */
+  now(): number;
+}
+
+/**
+ * What every part of the hook shares: who it runs as, how it reaches the API,
+ * logs and counts, and when background work ends. Each part keeps its own
+ * state; this holds none of it except the permissions, learned once at start.
+ */
+export interface HookContext {
+  readonly client: KubeClient;
+  readonly ns: string;
+  readonly podName: string;
+  readonly podUid: string;
+  /** This pod, as the subject of an Event. */
+  readonly self: EventTarget;
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly metrics: ReleaserMetrics;
+  /** Aborted on SIGTERM and on stop(): watches, retries, reports and their requests end. */
+  readonly signal: AbortSignal;
+  /** Set once the start's access reviews have answered; until then (or when they failed) everything counts as allowed. */
+  perms: Permissions | undefined;
+}
+
+/** Whether the hook may `verb` `resource` in its namespace, as far as it knows. */
+export function allowed(ctx: HookContext, resource: string, verb: string): boolean {
+  return can(ctx.perms, resource, verb);
+}
+
+/** Background requests: bounded, and cancelled when the hook stops or SIGTERM comes. */
+export function backgroundRequest(ctx: HookContext): { timeoutMs: number; signal: AbortSignal } {
+  return { timeoutMs: 5_000, signal: ctx.signal };
+}

@@ -1,0 +1,66 @@
+/**
+ * The hook's start: who it is, what it may do, and its own pod. Each step
+ * waits for the API server as long as it takes and reports, not fails, what
+ * is missing: the operator container may start before any of this is done.
+ */
+import { backoffDelay, sleep } from '../kube/backoff.ts';
+import type { Pod } from '../kube/types.ts';
+import type { HookContext } from './context.ts';
+import type { EventRecorder } from './events.ts';
+import { can, checkPermissions, type Permissions, permissionEffects, requiredPermissions } from './permissions.ts';
+import { leaseIdentityIsPodName } from './rules.ts';
+
+/** The SelfSubjectAccessReviews; when they cannot be made at all, the hook tries everything and logs what fails. */
+export function checkPermissionsOrAssume(ctx: HookContext): Promise<Permissions | undefined> {
+  return checkPermissions(ctx.client, ctx.ns, ctx.log).catch((err: unknown) => {
+    ctx.log.warn({ err }, 'permission check failed; trying anyway');
+    return undefined;
+  });
+}
+
+/** Reads the own pod until it answers; undefined once the hook stops. */
+export async function readOwnPod(ctx: HookContext): Promise<Pod | undefined> {
+  for (let attempt = 1; !ctx.signal.aborted; attempt++) {
+    try {
+      return await ctx.client.getPod(ctx.ns, ctx.podName, { timeoutMs: 5_000, signal: ctx.signal });
+    } catch (err) {
+      if (ctx.signal.aborted) return undefined;
+      const delay = backoffDelay(attempt, 500, 30_000);
+      ctx.log[attempt > 3 ? 'warn' : 'info']({ err, retryInMs: delay }, 'cannot read own pod yet; R0-R3 wait for it');
+      await sleep(delay, ctx.signal);
+    }
+  }
+  return undefined;
+}
+
+/** Missing permissions, where an administrator looks: a Warning Event on this pod and a metric, besides the log line. */
+export async function reportMissingPermissions(ctx: HookContext, events: EventRecorder, ownPod: Pod): Promise<void> {
+  const perms = ctx.perms;
+  if (!perms) return;
+  const missing = requiredPermissions.flatMap((p) => p.verbs.filter((verb) => !can(perms, p.resource, verb)).map((verb) => ({ resource: p.resource, verb })));
+  if (missing.length === 0) return;
+  for (const m of missing) ctx.metrics.permissionMissing(m.resource, m.verb);
+  const message =
+    `The leaderhook release hook lacks ${missing.map((m) => `${m.resource} ${m.verb}`).join(', ')} in namespace ${ctx.ns}: ${permissionEffects(perms).join('; ')}. ` +
+    `Bind the Role of deploy/operator-rbac to service account ${ownPod.spec?.serviceAccountName ?? 'default'}.`;
+  await events.emit(ctx.self, 'ReleaseHookPermissionsMissing', 'Warning', message);
+}
+
+/** The start's log lines: the settings in force, and what the own pod rules out. */
+export function logRunning(
+  ctx: HookContext,
+  pod: Pod,
+  settings: { lockName: string | undefined; observe: boolean; marginSeconds: number; releaseTimeoutMs: number },
+): void {
+  if (pod.metadata?.uid !== ctx.podUid) {
+    ctx.log.error({ liveUid: pod.metadata?.uid, podUid: ctx.podUid }, 'own pod has another UID than POD_UID: R1 will never release');
+  }
+  const { lockName, observe, marginSeconds, releaseTimeoutMs } = settings;
+  ctx.log.info({ lockName: lockName ?? '(discover)', observe, marginSeconds, releaseTimeoutMs, podUid: ctx.podUid }, 'release hook running');
+  if (!leaseIdentityIsPodName(pod)) {
+    ctx.log.info(
+      { hostNetwork: pod.spec?.hostNetwork === true, hostname: pod.spec?.hostname },
+      "this pod's hostname is not its name, so no Lease identity can be told apart from another pod's: Leases are never released",
+    );
+  }
+}

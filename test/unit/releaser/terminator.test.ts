@@ -1,0 +1,129 @@
+/**
+ * R1 on its own: the SIGTERM path with its candidates handed in and a client
+ * stub, no watch and no server. What the watches would have found is the
+ * test's input.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { pino } from 'pino';
+import type { KubeClient } from '../../../src/kube/client.ts';
+import { KubeApiError } from '../../../src/kube/errors.ts';
+import type { ConfigMap, Lease, Pod } from '../../../src/kube/types.ts';
+import type { HookContext } from '../../../src/releaser/context.ts';
+import { eventRecorder } from '../../../src/releaser/events.ts';
+import { noMetrics } from '../../../src/releaser/metrics.ts';
+import { type OwnCandidates, terminator } from '../../../src/releaser/terminate.ts';
+
+const uid = 'uid-self';
+const now = Date.parse('2026-01-01T00:00:00Z');
+const pod = (deletionInSeconds?: number): Pod => ({
+  metadata: {
+    name: 'op-0',
+    namespace: 'ns',
+    uid,
+    ...(deletionInSeconds === undefined ? {} : { deletionTimestamp: new Date(now + deletionInSeconds * 1000).toISOString() }),
+  },
+  spec: { containers: [{ name: 'manager' }] },
+});
+const lock: ConfigMap = {
+  metadata: { name: 'op-lock', namespace: 'ns', uid: 'cm-1', resourceVersion: '7', ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'op-0', uid }] },
+};
+const lease: Lease = { metadata: { name: 'op-lease', namespace: 'ns', resourceVersion: '3' }, spec: { holderIdentity: 'op-0_abc', leaseDurationSeconds: 15 } };
+
+/** A client that answers only what R1 asks, and records each call. */
+function stubClient(ownPod: Pod) {
+  const calls: string[] = [];
+  const client = {
+    stats: { bytesReceived: 0 },
+    getPod: async (_ns: string, name: string) => {
+      calls.push(`getPod ${name}`);
+      return ownPod;
+    },
+    deleteConfigMap: async (_ns: string, name: string, pre: unknown) => {
+      calls.push(`deleteConfigMap ${name} ${JSON.stringify(pre)}`);
+    },
+    updateLease: async (_ns: string, l: Lease) => {
+      calls.push(`updateLease ${l.metadata?.name} holder=${JSON.stringify(l.spec?.holderIdentity)}`);
+      return l;
+    },
+    createEvent: async (_ns: string, e: { reason?: string }) => {
+      calls.push(`createEvent ${e.reason}`);
+      return e;
+    },
+  };
+  const unexpected = (method: string) => () => {
+    throw new KubeApiError({ method, path: '(stub)', status: 0, reason: 'Unexpected', detail: `${method} was not expected` });
+  };
+  const full = new Proxy(client, {
+    get: (target, key: string) => (key in target ? target[key as keyof typeof target] : unexpected(key)),
+  }) as unknown as KubeClient;
+  return { client: full, calls };
+}
+
+function run(ownPod: Pod, candidates: OwnCandidates, observe = false) {
+  const { client, calls } = stubClient(ownPod);
+  let stopped = 0;
+  const ctx: HookContext = {
+    client,
+    ns: 'ns',
+    podName: 'op-0',
+    podUid: uid,
+    self: { name: 'op-0', namespace: 'ns', uid },
+    log: pino({ level: 'silent' }),
+    clock: { now: () => now },
+    metrics: noMetrics,
+    signal: new AbortController().signal,
+    perms: undefined,
+  };
+  const onTerminate = terminator(ctx, eventRecorder(ctx), candidates, {
+    marginSeconds: 2,
+    releaseTimeoutMs: 1500,
+    observe: () => observe,
+    stopBackground: () => stopped++,
+  });
+  return { onTerminate, calls, stopped: () => stopped };
+}
+
+const given = (locks: ConfigMap[], leases: Lease[]): OwnCandidates => ({ locks: async () => locks, leases: async () => leases });
+
+describe('terminator (R1 without watches)', () => {
+  it('releases the candidates it is given: the lock with its preconditions, the Lease with a leaderless record', async () => {
+    const r = run(pod(30), given([lock], [lease]));
+    const result = await r.onTerminate();
+    assert.equal(r.stopped(), 1, 'the background work is stopped first');
+    assert.deepEqual(result.released.sort(), ['ConfigMap/op-lock', 'Lease/op-lease']);
+    assert.deepEqual(r.calls.filter((c) => !c.startsWith('createEvent')).sort(), [
+      'deleteConfigMap op-lock {"uid":"cm-1","resourceVersion":"7"}',
+      'getPod op-0',
+      'updateLease op-lease holder=""',
+    ]);
+    assert.equal(r.calls.filter((c) => c === 'createEvent LeaderLockReleased').length, 2, 'one Event per lock');
+  });
+
+  it('releases nothing, and asks nothing more, when the own pod is not being deleted', async () => {
+    const r = run(pod(), given([lock], [lease]));
+    const result = await r.onTerminate();
+    assert.equal(!result.decision.release && result.decision.refusal, 'notBeingDeleted');
+    assert.deepEqual(r.calls, ['getPod op-0']);
+  });
+
+  it('in observe mode names what it would release and changes nothing', async () => {
+    const r = run(pod(30), given([lock], []), true);
+    const result = await r.onTerminate();
+    assert.deepEqual(result.observed, ['ConfigMap/op-lock']);
+    assert.deepEqual(result.released, []);
+    assert.deepEqual(r.calls, ['getPod op-0', 'createEvent LeaderLockWouldRelease']);
+  });
+
+  it('reports a candidate lookup that failed, and still releases the rest', async () => {
+    const r = run(pod(30), {
+      locks: async () => {
+        throw new Error('listing ConfigMaps: 503');
+      },
+      leases: async () => [lease],
+    });
+    const result = await r.onTerminate();
+    assert.deepEqual(result.released, ['Lease/op-lease']);
+    assert.deepEqual(result.failed, ['finding own ConfigMap locks: listing ConfigMaps: 503']);
+  });
+});
