@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { KubeClient, RequestOptions } from '../kube/client.ts';
 import type { KubeEvent } from '../kube/types.ts';
 import { allowed, type HookContext } from './context.ts';
 
@@ -48,10 +47,6 @@ export function buildPodEvent(init: {
     lastTimestamp: time,
     count: 1,
   };
-}
-
-export async function recordEvent(client: KubeClient, event: KubeEvent, opts?: RequestOptions): Promise<void> {
-  await client.createEvent(event.metadata.namespace ?? '', event, opts);
 }
 
 export interface EventRecorder {
