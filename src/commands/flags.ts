@@ -1,5 +1,6 @@
 /** The flags of each command: parsing, --help and the README's tables all come from here. */
 import type { FlagSpec } from '../flags.ts';
+import { releaseDefaults } from '../releaser/defaults.ts';
 
 export const webhookFlags: FlagSpec[] = [
   { name: 'listen', kind: 'string', env: 'LEADERHOOK_LISTEN', default: '0.0.0.0:8443', help: 'address and port to serve HTTPS on' },
@@ -98,7 +99,7 @@ export const releaseFlags: FlagSpec[] = [
     name: 'margin',
     kind: 'seconds',
     env: 'LEADERHOOK_MARGIN',
-    default: '2s',
+    default: `${releaseDefaults.marginSeconds}s`,
     help: "R1: release on SIGTERM only this long before the pod's deletion deadline (kubelet rounding + clock skew)",
   },
   {
@@ -118,14 +119,14 @@ export const releaseFlags: FlagSpec[] = [
     name: 'release-timeout',
     kind: 'milliseconds',
     env: 'LEADERHOOK_RELEASE_TIMEOUT',
-    default: '1500ms',
+    default: `${releaseDefaults.releaseTimeoutMs}ms`,
     help: 'give up a release on SIGTERM after this long (garbage collection remains the fallback)',
   },
   {
     name: 'wait-report-interval',
     kind: 'seconds',
     env: 'LEADERHOOK_WAIT_REPORT_INTERVAL',
-    default: '60s',
+    default: `${releaseDefaults.waitReportIntervalSeconds}s`,
     help: 'how often a waiting standby reports who holds the lock and why it cannot be freed',
   },
   {

@@ -1,19 +1,48 @@
-import { UsageError, type FlagValues } from '../flags.ts';
+import { parseFlags, UsageError, type FlagValues } from '../flags.ts';
 import { createLineLogger } from '../line-log.ts';
 import { type ReleaseProcessOptions, idleUntilSignal, startReleaseProcess } from '../releaser/main.ts';
+import { webhookFlags } from './flags.ts';
 
-/** Turns the release flags into the hook's options; the downward-API identity is required. */
-export function releaseOptionsFromFlags(values: FlagValues): ReleaseProcessOptions {
-  const missing = (['pod-name', 'pod-namespace', 'pod-uid'] as const).filter((flag) => !values[flag]);
-  if (missing.length > 0) {
+/** The webhook's default --grace-period-floor, in seconds: the grace period an injected pod gets at least. */
+function defaultGracePeriodFloorSeconds(): number {
+  return parseFlags(
+    webhookFlags.filter((f) => f.name === 'grace-period-floor'),
+    [],
+    {},
+  )['grace-period-floor'] as number;
+}
+
+/**
+ * Refuses settings under which the hook could never do its work. A SIGTERM
+ * comes at most a grace period before the deletion deadline, so a margin of
+ * the whole grace period or more means R1 never releases.
+ */
+function checkReleaseFlags(values: FlagValues): void {
+  const margin = values.margin as number;
+  const floor = defaultGracePeriodFloorSeconds();
+  if (!(margin < floor)) {
     throw new UsageError(
-      `${missing.map((f) => `--${f}`).join(', ')} missing: the webhook injects POD_NAME, POD_NAMESPACE and POD_UID from the downward API; set them when running the hook by hand`,
+      `--margin (${margin}s) is not below the webhook's default --grace-period-floor (${floor}s): R1 would never release in a pod with that grace period`,
     );
   }
+  if (!((values['release-timeout'] as number) > 0)) {
+    throw new UsageError('--release-timeout is 0: every release on SIGTERM would give up before it starts');
+  }
+  if (!((values['wait-report-interval'] as number) > 0)) {
+    throw new UsageError('--wait-report-interval is 0: a standby would re-read its holders without pause');
+  }
+}
+
+/**
+ * Turns the release flags into the hook's options. The downward-API identity
+ * is checked where every caller passes, by runReleaser.
+ */
+export function releaseOptionsFromFlags(values: FlagValues): ReleaseProcessOptions {
+  checkReleaseFlags(values);
   const options: ReleaseProcessOptions = {
-    podName: values['pod-name'] as string,
-    podNamespace: values['pod-namespace'] as string,
-    podUid: values['pod-uid'] as string,
+    podName: (values['pod-name'] as string | undefined) ?? '',
+    podNamespace: (values['pod-namespace'] as string | undefined) ?? '',
+    podUid: (values['pod-uid'] as string | undefined) ?? '',
     marginSeconds: values.margin as number,
     observe: values.observe === true,
     releaseTimeoutMs: values['release-timeout'] as number,

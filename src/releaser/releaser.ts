@@ -14,12 +14,13 @@
 import type { KubeClient } from '../kube/client.ts';
 import type { Logger } from '../line-log.ts';
 import type { Clock, HookContext } from './context.ts';
+import { releaseDefaults } from './defaults.ts';
 import { eventRecorder } from './events.ts';
 import { ForeignLocks } from './foreign-locks.ts';
 import { noMetrics, type ReleaserMetrics, startMetrics } from './metrics.ts';
 import { OwnLocks } from './own-locks.ts';
 import { lockNameFromAnnotations, type OwnDecision, observeFromAnnotations } from './rules.ts';
-import { checkPermissionsOrAssume, logRunning, readOwnPod, reportMissingPermissions } from './start.ts';
+import { checkPermissionsOrAssume, logRunning, readOwnPod, reportMissingPermissions, requirePodIdentity } from './start.ts';
 import { terminator } from './terminate.ts';
 import { WaitReporter } from './wait-reports.ts';
 
@@ -31,13 +32,13 @@ export interface ReleaserOptions {
   podUid: string;
   /** Pins the ConfigMap lock's name; pod annotation leaderhook.io/lock wins. Discovered when unset. */
   lockName?: string;
-  /** R1: a SIGTERM must come this long before the deletion deadline (default 2). */
+  /** R1: a SIGTERM must come this long before the deletion deadline (default releaseDefaults.marginSeconds). */
   marginSeconds?: number;
   /** Log and record Events for what would be released, release nothing; annotation leaderhook.io/observe wins. */
   observe?: boolean;
-  /** The SIGTERM release gives up after this long (default 1500). */
+  /** The SIGTERM release gives up after this long (default releaseDefaults.releaseTimeoutMs). */
   releaseTimeoutMs?: number;
-  /** How often a waiting standby reports the holder (default 60). */
+  /** How often a waiting standby reports the holder (default releaseDefaults.waitReportIntervalSeconds). */
   waitReportIntervalSeconds?: number;
   /** Serve Prometheus metrics on this port; off when unset or 0. */
   metricsPort?: number;
@@ -72,14 +73,12 @@ export interface RunningReleaser {
 }
 
 export async function runReleaser(options: ReleaserOptions): Promise<RunningReleaser> {
-  for (const key of ['podName', 'podNamespace', 'podUid'] as const) {
-    if (!options[key]) throw new Error(`release hook: ${key} is empty (POD_NAME, POD_NAMESPACE and POD_UID come from the downward API)`);
-  }
+  requirePodIdentity(options);
   const { client, podName, podUid } = options;
   const ns = options.podNamespace;
-  const marginSeconds = options.marginSeconds ?? 2;
-  const releaseTimeoutMs = options.releaseTimeoutMs ?? 1500;
-  const reportIntervalMs = (options.waitReportIntervalSeconds ?? 60) * 1000;
+  const marginSeconds = options.marginSeconds ?? releaseDefaults.marginSeconds;
+  const releaseTimeoutMs = options.releaseTimeoutMs ?? releaseDefaults.releaseTimeoutMs;
+  const reportIntervalMs = (options.waitReportIntervalSeconds ?? releaseDefaults.waitReportIntervalSeconds) * 1000;
   // the flag, until the own pod's annotation is read at start
   let observe = options.observe ?? false;
   const log = options.logger.child({ pod: podName, namespace: ns });

@@ -10,6 +10,26 @@ import type { EventRecorder } from './events.ts';
 import { can, checkPermissions, type Permissions, permissionEffects, requiredPermissions } from './permissions.ts';
 import { leaseIdentityIsPodName } from './rules.ts';
 
+/** The downward-API identity a hook cannot run without, by option, environment variable and flag. */
+const identity = [
+  { option: 'podName', env: 'POD_NAME', flag: 'pod-name' },
+  { option: 'podNamespace', env: 'POD_NAMESPACE', flag: 'pod-namespace' },
+  { option: 'podUid', env: 'POD_UID', flag: 'pod-uid' },
+] as const;
+
+/**
+ * Throws, naming each one empty, unless the pod's name, namespace and UID
+ * are set. The one check of the identity: the command and every other caller
+ * of runReleaser go through it.
+ */
+export function requirePodIdentity(options: { podName: string; podNamespace: string; podUid: string }): void {
+  const missing = identity.filter((i) => !options[i.option]);
+  if (missing.length === 0) return;
+  throw new Error(
+    `release hook: ${missing.map((i) => `${i.env} (--${i.flag})`).join(', ')} empty: the webhook injects POD_NAME, POD_NAMESPACE and POD_UID from the downward API; set them when running the hook by hand`,
+  );
+}
+
 /** The SelfSubjectAccessReviews; when they cannot be made at all, the hook tries everything and logs what fails. */
 export function checkPermissionsOrAssume(ctx: HookContext): Promise<Permissions | undefined> {
   return checkPermissions(ctx.client, ctx.ns, ctx.log).catch((err: unknown) => {
