@@ -1,0 +1,130 @@
+/**
+ * What the release hook adds to an operator pod's start, on the real kubelet:
+ * for bare lfl-operator pods with and without the injected hook, the time
+ * from the create call to the operator's first log line, and, for injected
+ * pods, from the hook's first log line to the operator's.
+ *
+ *   test/cluster/in-netns.sh node_modules/.bin/node test/bench/pod-start.bench.ts \
+ *     [--pods 20] [--hook-node-flags="--lite-mode ..."]
+ *
+ * The pods are injected by the pure injector (src/injector) with the test
+ * image, not through the webhook, so the figure is the kubelet's cost of the
+ * hook alone (the webhook's own latency is measured by bench:webhook).
+ * Plain and injected pods alternate, one at a time, in a namespace of their
+ * own. Log times come from the container runtime (`kubectl logs
+ * --timestamps`, nanoseconds). Refuses to run outside the cluster's network
+ * namespace.
+ *
+ * It also reads the idle hook's private memory (RssAnon) in the first ten
+ * injected pods, from /proc of the process containerd runs for it: the
+ * shipped figure, in-cluster configuration and all.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import type { V1Pod } from '@kubernetes/client-node';
+import { injectPod } from '../../src/injector/index.ts';
+import { applyOperatorRbac, operatorManifest } from '../support/failover.ts';
+import { goldenSettings } from '../support/injection-settings.ts';
+import { core, createTestNamespace, waitFor } from '../support/kube.ts';
+import { grantReleaseHook, leaderhookImage } from '../support/leaderhook.ts';
+
+const { values } = parseArgs({
+  options: {
+    pods: { type: 'string', default: '20' },
+    'hook-node-flags': { type: 'string', default: '' },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (values.help) {
+  process.stdout.write('usage: node test/bench/pod-start.bench.ts [--pods 20] [--hook-node-flags="--lite-mode ..."]\n');
+  process.exit(0);
+}
+const pods = Number(values.pods);
+if (!Number.isInteger(pods) || pods < 1) throw new Error(`--pods must be a positive whole number, got ${values.pods}`);
+const hookNodeFlags = values['hook-node-flags'].split(/\s+/).filter(Boolean);
+
+function operatorPod(name: string, injected: boolean): V1Pod {
+  const { metadata, spec } = operatorManifest('lfl-operator', {}).spec.template;
+  const pod: V1Pod = { metadata: { ...metadata, name }, spec: { ...spec!, restartPolicy: 'Never' } };
+  if (!injected) return pod;
+  const result = injectPod(pod, { ...goldenSettings, image: leaderhookImage, imagePullPolicy: 'Never' });
+  const hook = result.pod.spec?.initContainers?.at(-1);
+  if (hook && hookNodeFlags.length > 0) hook.command = ['node', ...hookNodeFlags, '/app/dist/cli.js'];
+  return result.pod;
+}
+
+/** The runtime's timestamp of a container's first log line, in ms since the epoch (ns precision kept to µs). */
+async function firstLogAt(namespace: string, name: string, container: string): Promise<number> {
+  return waitFor(
+    `first log line of ${name}/${container}`,
+    async () => {
+      const text = await core.readNamespacedPodLog({ name, namespace, container, timestamps: true });
+      const stamp = text.split('\n', 1)[0]?.split(' ', 1)[0];
+      if (!stamp) return undefined;
+      const [whole, fraction = '0'] = stamp.replace(/Z$/, '').split('.');
+      return Date.parse(`${whole}Z`) + Number(`0.${fraction}`) * 1000;
+    },
+    60_000,
+    50,
+  );
+}
+
+/** RssAnon (MiB) of the process of container `containerId` (containerd://...), through containerd's task list. */
+function containerRssAnonMiB(containerId: string): number {
+  const id = containerId.replace(/^containerd:\/\//, '');
+  const tasks = execFileSync('ctr', ['--address', process.env.CONTAINERD_ADDRESS ?? '', '--namespace', 'k8s.io', 'task', 'ls'], { encoding: 'utf8' });
+  const pid = tasks
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .find(([task]) => task === id)?.[1];
+  if (!pid) throw new Error(`container ${id} has no running task`);
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('RssAnon:'));
+  return Number(/(\d+)/.exec(line ?? '')?.[1]) / 1024;
+}
+
+const percentile = (xs: number[], p: number) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+};
+
+const ns = await createTestNamespace('bench-start', { 'pod-security.kubernetes.io/enforce': 'restricted' });
+try {
+  await applyOperatorRbac(ns.name);
+  await grantReleaseHook(ns.name, 'test-operator');
+  const plain: number[] = [];
+  const injected: number[] = [];
+  const hookToOperator: number[] = [];
+  const hookRss: number[] = [];
+  for (let i = 0; i < pods * 2; i++) {
+    const withHook = i % 2 === 1;
+    const name = `start-${withHook ? 'hook' : 'plain'}-${i}`;
+    const created = Date.now();
+    await core.createNamespacedPod({ namespace: ns.name, body: operatorPod(name, withHook) });
+    const operatorAt = await firstLogAt(ns.name, name, 'operator');
+    (withHook ? injected : plain).push(operatorAt - created);
+    if (withHook) hookToOperator.push(operatorAt - (await firstLogAt(ns.name, name, 'leaderhook-release')));
+    if (withHook && hookRss.length < 10) {
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      const live = await core.readNamespacedPod({ name, namespace: ns.name });
+      const hook = live.status?.initContainerStatuses?.find((c) => c.name === 'leaderhook-release');
+      hookRss.push(containerRssAnonMiB(hook?.containerID ?? ''));
+    }
+    await core.deleteNamespacedPod({ name, namespace: ns.name, gracePeriodSeconds: 0 });
+  }
+  const row = (label: string, xs: number[]) =>
+    `| ${label} | ${xs.length} | ${percentile(xs, 50).toFixed(0)} | ${percentile(xs, 90).toFixed(0)} | ${Math.max(...xs).toFixed(0)} |`;
+  process.stdout.write(
+    `# pod start on the local kubelet, ${pods} pods each${hookNodeFlags.length ? `, hook command node ${hookNodeFlags.join(' ')}` : ''}\n` +
+      '| ms | pods | p50 | p90 | max |\n| --- | ---: | ---: | ---: | ---: |\n' +
+      `${row('create → operator first log, plain', plain)}\n` +
+      `${row('create → operator first log, injected', injected)}\n` +
+      `${row('hook first log → operator first log', hookToOperator)}\n` +
+      `| added by the hook (p50 / p90) | | ${(percentile(injected, 50) - percentile(plain, 50)).toFixed(0)} | ${(percentile(injected, 90) - percentile(plain, 90)).toFixed(0)} | |\n` +
+      `# idle hook in its pod, RssAnon MiB over ${hookRss.length} pods: p50 ${percentile(hookRss, 50).toFixed(1)}, max ${Math.max(...hookRss).toFixed(1)}\n`,
+  );
+} finally {
+  await ns.cleanup();
+}
