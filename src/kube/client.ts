@@ -114,6 +114,26 @@ function listQuery(opts: ListOptions | undefined): ApiRequest['query'] {
   };
 }
 
+/** One keep-alive agent with the cluster's CA and, when configured, the client certificate. */
+function agentOptions(config: ClusterConfig): https.AgentOptions {
+  const options: https.AgentOptions = { keepAlive: true, keepAliveMsecs: 30_000, maxFreeSockets: 4 };
+  if (config.ca) options.ca = config.ca;
+  if (config.cert) options.cert = config.cert;
+  if (config.key) options.key = config.key;
+  if (config.servername) options.servername = config.servername;
+  if (config.insecureSkipTlsVerify) options.rejectUnauthorized = false;
+  return options;
+}
+
+/** A failure without an API answer (timeout, cancel, network), as the error that names the call. */
+function transportError(method: string, path: string, err: unknown, timedOut: boolean): KubeApiError {
+  if (err instanceof KubeApiError) return err;
+  const e = err as NodeJS.ErrnoException;
+  if (timedOut) return new KubeApiError({ method, path, status: 0, reason: 'Timeout', detail: 'no answer in time', cause: err });
+  if (e?.name === 'AbortError') return new KubeApiError({ method, path, status: 0, reason: 'Aborted', detail: 'request cancelled', cause: err });
+  return new KubeApiError({ method, path, status: 0, reason: 'NetworkError', detail: `${e?.code ?? ''} ${e?.message ?? String(err)}`.trim(), cause: err });
+}
+
 /**
  * A Kubernetes API client over Node's own http(s): one keep-alive agent, the
  * cluster CA, a bearer token (re-read when rotated, and once more after a
@@ -125,37 +145,49 @@ export function createKubeClient(config: ClusterConfig): KubeClient {
   if (!secure && config.server.protocol !== 'http:') {
     throw new Error(`API server ${config.server.href} (${config.source}): only https:// and http:// are supported`);
   }
-  const agentOptions: https.AgentOptions = { keepAlive: true, keepAliveMsecs: 30_000, maxFreeSockets: 4 };
-  if (config.ca) agentOptions.ca = config.ca;
-  if (config.cert) agentOptions.cert = config.cert;
-  if (config.key) agentOptions.key = config.key;
-  if (config.servername) agentOptions.servername = config.servername;
-  if (config.insecureSkipTlsVerify) agentOptions.rejectUnauthorized = false;
   // node:http is loaded only for a plain-http server (tests, a local proxy):
   // importing it costs the hook ~3 MiB even though node:https is loaded anyway.
   const transport: typeof https | typeof http = secure ? https : process.getBuiltinModule('node:http');
-  const agent = new transport.Agent(agentOptions);
+  const agent = new transport.Agent(agentOptions(config));
   const basePath = config.server.pathname.replace(/\/$/, '');
   const userAgent = `leaderhook/${version}`;
   const stats = { bytesReceived: 0 };
 
-  function headers(body: string | undefined, accept = 'application/json'): http.OutgoingHttpHeaders {
-    const h: http.OutgoingHttpHeaders = { Accept: accept, 'User-Agent': userAgent };
+  /** Everything a request to the server needs: where, how, as whom (the token as it is now). */
+  function requestOptions(method: string, path: string, body: string | undefined, accept = 'application/json', signal?: AbortSignal): http.RequestOptions {
+    const headers: http.OutgoingHttpHeaders = { Accept: accept, 'User-Agent': userAgent };
     const token = config.token?.get();
-    if (token) h.Authorization = `Bearer ${token}`;
+    if (token) headers.Authorization = `Bearer ${token}`;
     if (body !== undefined) {
-      h['Content-Type'] = 'application/json';
-      h['Content-Length'] = Buffer.byteLength(body);
+      headers['Content-Type'] = 'application/json';
+      headers['Content-Length'] = Buffer.byteLength(body);
     }
-    return h;
+    return {
+      protocol: config.server.protocol,
+      hostname: config.server.hostname.replace(/^\[|\]$/g, ''),
+      port: config.server.port || (secure ? 443 : 80),
+      path: basePath + path,
+      method,
+      agent,
+      headers,
+      ...(signal ? { signal } : {}),
+    };
   }
 
-  function transportError(method: string, path: string, err: unknown, timedOut: boolean): KubeApiError {
-    if (err instanceof KubeApiError) return err;
-    const e = err as NodeJS.ErrnoException;
-    if (timedOut) return new KubeApiError({ method, path, status: 0, reason: 'Timeout', detail: 'no answer in time', cause: err });
-    if (e?.name === 'AbortError') return new KubeApiError({ method, path, status: 0, reason: 'Aborted', detail: 'request cancelled', cause: err });
-    return new KubeApiError({ method, path, status: 0, reason: 'NetworkError', detail: `${e?.code ?? ''} ${e?.message ?? String(err)}`.trim(), cause: err });
+  /**
+   * A 401 with a token file usually means the kubelet rotated the token since
+   * it was last read: re-read it and try once more.
+   */
+  async function withFreshToken<T>(attempt: () => Promise<T>): Promise<T> {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (err instanceof KubeApiError && err.status === 401 && config.token) {
+        config.token.invalidate();
+        return attempt();
+      }
+      throw err;
+    }
   }
 
   function once<T>(req: ApiRequest): Promise<T> {
@@ -168,95 +200,59 @@ export function createKubeClient(config: ClusterConfig): KubeClient {
         reject(transportError(req.method, path, signal.reason, timeout.aborted));
         return;
       }
-      const r = transport.request(
-        {
-          protocol: config.server.protocol,
-          hostname: config.server.hostname.replace(/^\[|\]$/g, ''),
-          port: config.server.port || (secure ? 443 : 80),
-          path: basePath + path,
-          method: req.method,
-          agent,
-          headers: headers(body, req.accept),
-          signal,
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (c: Buffer) => {
-            size += c.length;
-            stats.bytesReceived += c.length;
-            if ((res.statusCode ?? 0) < 400 || size <= maxErrorBody) chunks.push(c);
-          });
-          res.on('error', (err) => reject(transportError(req.method, path, err, timeout.aborted)));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            const status = res.statusCode ?? 0;
-            if (status >= 400) {
-              reject(errorFromResponse(req.method, path, status, text));
-              return;
-            }
-            if (!text) {
-              resolvePromise(undefined as T);
-              return;
-            }
-            try {
-              resolvePromise(JSON.parse(text) as T);
-            } catch (err) {
-              reject(
-                new KubeApiError({ method: req.method, path, status, reason: 'InvalidResponse', detail: `response is not JSON: ${(err as Error).message}` }),
-              );
-            }
-          });
-        },
-      );
+      const r = transport.request(requestOptions(req.method, path, body, req.accept, signal), (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          stats.bytesReceived += c.length;
+          if ((res.statusCode ?? 0) < 400 || size <= maxErrorBody) chunks.push(c);
+        });
+        res.on('error', (err) => reject(transportError(req.method, path, err, timeout.aborted)));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const status = res.statusCode ?? 0;
+          if (status >= 400) {
+            reject(errorFromResponse(req.method, path, status, text));
+            return;
+          }
+          if (!text) {
+            resolvePromise(undefined as T);
+            return;
+          }
+          try {
+            resolvePromise(JSON.parse(text) as T);
+          } catch (err) {
+            reject(
+              new KubeApiError({ method: req.method, path, status, reason: 'InvalidResponse', detail: `response is not JSON: ${(err as Error).message}` }),
+            );
+          }
+        });
+      });
       r.on('error', (err) => reject(transportError(req.method, path, err, timeout.aborted)));
       if (body !== undefined) r.write(body);
       r.end();
     });
   }
 
-  async function request<T>(req: ApiRequest): Promise<T> {
-    try {
-      return await once<T>(req);
-    } catch (err) {
-      // A 401 with a token file usually means the kubelet rotated the token
-      // since we last read it: re-read and try once more.
-      if (err instanceof KubeApiError && err.status === 401 && config.token) {
-        config.token.invalidate();
-        return once<T>(req);
-      }
-      throw err;
-    }
-  }
+  const request = <T>(req: ApiRequest): Promise<T> => withFreshToken(() => once<T>(req));
 
   function openStreamOnce(req: StreamRequest): Promise<http.IncomingMessage> {
     const path = buildPath(req.path, req.query);
     const connect = AbortSignal.timeout(req.connectTimeoutMs ?? defaultTimeoutMs);
     return new Promise((resolvePromise, reject) => {
-      const r = transport.request(
-        {
-          protocol: config.server.protocol,
-          hostname: config.server.hostname.replace(/^\[|\]$/g, ''),
-          port: config.server.port || (secure ? 443 : 80),
-          path: basePath + path,
-          method: 'GET',
-          agent,
-          headers: headers(undefined, req.accept),
-          ...(req.signal ? { signal: req.signal } : {}),
-        },
-        (res) => {
-          connect.removeEventListener('abort', onConnectTimeout);
-          const status = res.statusCode ?? 0;
-          if (status !== 200) {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () => reject(errorFromResponse('GET', path, status, Buffer.concat(chunks).toString('utf8'))));
-            res.on('error', (err) => reject(transportError('GET', path, err, false)));
-            return;
-          }
-          resolvePromise(res);
-        },
-      );
+      const r = transport.request(requestOptions('GET', path, undefined, req.accept, req.signal), (res) => {
+        connect.removeEventListener('abort', onConnectTimeout);
+        const status = res.statusCode ?? 0;
+        if (status !== 200) {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => reject(errorFromResponse('GET', path, status, Buffer.concat(chunks).toString('utf8'))));
+          res.on('error', (err) => reject(transportError('GET', path, err, false)));
+          return;
+        }
+        resolvePromise(res);
+      });
       const onConnectTimeout = () => r.destroy(new KubeApiError({ method: 'GET', path, status: 0, reason: 'Timeout', detail: 'no response headers in time' }));
       connect.addEventListener('abort', onConnectTimeout, { once: true });
       r.setTimeout(req.idleTimeoutMs, () =>
@@ -270,17 +266,7 @@ export function createKubeClient(config: ClusterConfig): KubeClient {
     });
   }
 
-  async function openStream(req: StreamRequest): Promise<http.IncomingMessage> {
-    try {
-      return await openStreamOnce(req);
-    } catch (err) {
-      if (err instanceof KubeApiError && err.status === 401 && config.token) {
-        config.token.invalidate();
-        return openStreamOnce(req);
-      }
-      throw err;
-    }
-  }
+  const openStream = (req: StreamRequest): Promise<http.IncomingMessage> => withFreshToken(() => openStreamOnce(req));
 
   return {
     config,

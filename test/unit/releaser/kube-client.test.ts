@@ -123,6 +123,27 @@ describe('kube client', () => {
     await client.deleteConfigMap('ns', 'lock', { uid: 'u1', resourceVersion: '9' });
     assert.deepEqual(JSON.parse(seen.at(-1)?.body ?? '{}'), { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: 'u1', resourceVersion: '9' } });
   });
+
+  it('opens a watch stream after re-reading a rotated token once, like a request', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leaderhook-token-'));
+    const tokenPath = join(dir, 'token');
+    writeFileSync(tokenPath, 'old\n');
+    const streaming = createKubeClient({
+      server: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`),
+      token: fileToken(tokenPath),
+      source: 'test',
+    });
+    writeFileSync(tokenPath, 'new\n');
+    const before = seen.length;
+    const res = await streaming.openStream({ path: '/api/v1/namespaces/ns/pods', query: { watch: true }, idleTimeoutMs: 5_000 });
+    res.destroy();
+    streaming.close();
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(
+      seen.slice(before).map((s) => s.auth),
+      ['Bearer old', 'Bearer new'],
+    );
+  });
 });
 
 describe('kubeconfig', () => {
