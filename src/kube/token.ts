@@ -18,17 +18,19 @@ export function staticToken(token: string): TokenSource {
  * the file is swapped through a symlink and may be briefly missing.
  */
 export function fileToken(path: string, maxAgeMs = 60_000): TokenSource {
+  // Says what went wrong once, with the path once: "reading service-account token <path>: ENOENT".
   const read = (): string => {
-    const token = readFileSync(path, 'utf8').trim();
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new Error(`reading service-account token ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+    }
+    const token = text.trim();
     if (!token) throw new Error(`reading service-account token ${path}: file is empty`);
     return token;
   };
-  let token: string;
-  try {
-    token = read();
-  } catch (err) {
-    throw new Error(`reading service-account token ${path}: ${(err as Error).message}`, { cause: err });
-  }
+  let token = read();
   let readAt = Date.now();
   return {
     get() {
