@@ -45,8 +45,9 @@ export function installSignalHandlers(releaser: RunningReleaser, logger: Logger,
   };
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
-  process.on('unhandledRejection', (err) => logger.error({ err: (err as Error)?.message ?? String(err) }, 'unhandled rejection'));
-  process.on('uncaughtException', (err) => logger.error({ err: err.message, stack: err.stack }, 'uncaught exception'));
+  // through the err field: the logger writes an Error's type, message, cause and, on error lines, its stack
+  process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
+  process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception'));
 }
 
 /**

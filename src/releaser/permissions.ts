@@ -26,7 +26,8 @@ export function can(perms: Permissions | undefined, resource: string, verb: stri
 export async function checkPermissions(client: KubeClient, namespace: string, logger: Logger): Promise<Permissions> {
   const perms: Permissions = new Map();
   const checks = requiredPermissions.flatMap((p) => p.verbs.map((verb) => ({ group: p.group, resource: p.resource, verb })));
-  const failures: string[] = [];
+  /** Checks that could not be made, by error message: the same failure (API down, a denied review) is one log line. */
+  const failures = new Map<string, { err: unknown; failed: string[] }>();
   await Promise.all(
     checks.map(async ({ group, resource, verb }) => {
       try {
@@ -40,20 +41,23 @@ export async function checkPermissions(client: KubeClient, namespace: string, lo
         );
         perms.set(permissionKey(resource, verb), review.status?.allowed === true);
       } catch (err) {
-        failures.push(`${resource}/${verb}: ${(err as Error).message}`);
+        const key = (err as Error)?.message ?? String(err);
+        const entry = failures.get(key) ?? { err, failed: [] };
+        entry.failed.push(`${resource}/${verb}`);
+        failures.set(key, entry);
       }
     }),
   );
   const missing = checks.filter((c) => perms.get(permissionKey(c.resource, c.verb)) === false).map((c) => `${c.resource} ${c.verb}`);
-  if (failures.length > 0) {
-    logger.warn({ failures }, 'could not check some permissions; trying anyway');
+  for (const { err, failed } of failures.values()) {
+    logger.warn({ err, failed }, 'could not check some permissions; trying anyway');
   }
   if (missing.length > 0) {
     logger.warn(
       { missing, effects: permissionEffects(perms) },
       `missing permissions in namespace ${namespace}: ${missing.join(', ')}; running with what is allowed (see deploy/operator-rbac)`,
     );
-  } else if (failures.length === 0) {
+  } else if (failures.size === 0) {
     logger.info({}, 'all permissions present');
   }
   return perms;

@@ -111,6 +111,7 @@ export function terminator(ctx: HookContext, events: EventRecorder, candidates: 
     try {
       pod = await podP;
     } catch (err) {
+      log.warn({ rule: 'R1', err }, 'R1: cannot read own pod');
       result.decision = { release: false, refusal: 'ownPodUnreadable', message: `reading own pod failed: ${(err as Error).message}` };
       return;
     }
@@ -131,6 +132,7 @@ export function terminator(ctx: HookContext, events: EventRecorder, candidates: 
         (outcome === 'released' ? result.released : result.moved).push(id);
         metrics.release('R1', kind, outcome);
       } catch (err) {
+        log.warn({ rule: 'R1', lock: id, err }, `R1: releasing ${id} failed`);
         result.failed.push(`${id}: ${(err as Error).message}`);
         metrics.release('R1', kind, 'failed');
       }
@@ -138,12 +140,14 @@ export function terminator(ctx: HookContext, events: EventRecorder, candidates: 
     try {
       for (const cm of await cmsP) work.push(one('ConfigMap', cm.metadata?.name as string, () => releaseConfigMap(cm, signal)));
     } catch (err) {
+      log.warn({ rule: 'R1', err }, 'R1: finding own ConfigMap locks failed');
       result.failed.push(`finding own ConfigMap locks: ${(err as Error).message}`);
     }
     try {
       const leases = pod && leaseIdentityIsPodName(pod) ? await leasesP : [];
       for (const lease of leases) work.push(one('Lease', lease.metadata?.name as string, () => releaseLease(lease, signal)));
     } catch (err) {
+      log.warn({ rule: 'R1', err }, 'R1: finding own Leases failed');
       result.failed.push(`finding own Leases: ${(err as Error).message}`);
     }
     await Promise.all(work);
@@ -175,6 +179,7 @@ export function terminator(ctx: HookContext, events: EventRecorder, candidates: 
         new Promise<void>((resolve) => budget.signal.addEventListener('abort', () => resolve(), { once: true })),
       ]);
     } catch (err) {
+      log.error({ rule: 'R1', err }, 'R1: release failed');
       result.failed.push((err as Error).message);
     } finally {
       clearTimeout(timer);
