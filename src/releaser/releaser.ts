@@ -57,6 +57,13 @@ export interface TerminateResult {
   moved: string[];
   failed: string[];
   durationMs: number;
+  /**
+   * Set when the release timeout cut the work short: `release` while the own
+   * pod or locks were still being read or released (garbage collection
+   * remains the fallback); `events` once every lock was dealt with, when only
+   * the Events telling of it were not recorded in time.
+   */
+  timedOut?: 'release' | 'events';
 }
 
 export interface RunningReleaser {

@@ -151,7 +151,6 @@ export function terminator(ctx: HookContext, events: EventRecorder, candidates: 
       result.failed.push(`finding own Leases: ${(err as Error).message}`);
     }
     await Promise.all(work);
-    await recordEvents(result, signal);
   }
 
   /** An Event on this pod for each lock released or, observing, that would have been. */
@@ -169,13 +168,19 @@ export function terminator(ctx: HookContext, events: EventRecorder, candidates: 
     settings.stopBackground();
     const budget = new AbortController();
     let timedOut = false;
+    // what the budget is spent on: the locks first, then the Events telling of them
+    let phase: 'release' | 'events' = 'release';
     const timer = setTimeout(() => {
       timedOut = true;
       budget.abort();
     }, releaseTimeoutMs);
     try {
       await Promise.race([
-        releaseOwn(t, budget.signal, result),
+        (async () => {
+          await releaseOwn(t, budget.signal, result);
+          phase = 'events';
+          await recordEvents(result, budget.signal);
+        })(),
         new Promise<void>((resolve) => budget.signal.addEventListener('abort', () => resolve(), { once: true })),
       ]);
     } catch (err) {
@@ -186,13 +191,14 @@ export function terminator(ctx: HookContext, events: EventRecorder, candidates: 
       // cancels whatever is still in flight once the budget is spent
       budget.abort();
     }
+    if (timedOut) result.timedOut = phase;
     result.durationMs = Math.round((performance.now() - started) * 10) / 10;
-    logOutcome(t, result, timedOut);
+    logOutcome(t, result);
     await metrics.close().catch(() => {});
     return result;
   }
 
-  function logOutcome(t: number, result: TerminateResult, timedOut: boolean): void {
+  function logOutcome(t: number, result: TerminateResult): void {
     const fields = {
       rule: 'R1',
       signalAt: new Date(t).toISOString(),
@@ -203,18 +209,20 @@ export function terminator(ctx: HookContext, events: EventRecorder, candidates: 
       failed: result.failed,
     };
     const d = result.decision;
-    if (timedOut) {
+    // every lock was dealt with in time; only the Events telling of them were not
+    const lateEvents = result.timedOut === 'events' ? `; Event not recorded within ${releaseTimeoutMs} ms` : '';
+    if (result.timedOut === 'release') {
       log.warn(fields, `SIGTERM: release gave up after ${releaseTimeoutMs} ms; garbage collection remains the fallback`);
     } else if (!d.release) {
       metrics.refused('R1', d.refusal);
       log.info({ ...fields, refusal: d.refusal }, `SIGTERM: releasing nothing: ${d.message}`);
     } else if (result.failed.length > 0) {
-      log.warn(fields, `SIGTERM: some own locks could not be released (${d.message})`);
+      log.warn(fields, `SIGTERM: some own locks could not be released (${d.message})${lateEvents}`);
     } else if (result.released.length + result.observed.length === 0) {
       log.info(fields, `SIGTERM: operator stopped; this pod holds no lock (${d.message})`);
     } else {
       const what = result.observed.length > 0 ? `would release ${result.observed.join(', ')} (observe mode)` : `released ${result.released.join(', ')}`;
-      log.info(fields, `SIGTERM: ${what} (${d.message})`);
+      log[lateEvents ? 'warn' : 'info'](fields, `SIGTERM: ${what} (${d.message})${lateEvents}`);
     }
   }
 

@@ -161,7 +161,36 @@ describe('onTerminate', () => {
     const { result, lines, elapsedMs } = await terminate(api.url, { releaseTimeoutMs: 300, beforeSigterm: () => (hang = true) });
     assert.ok(elapsedMs < 600, `bounded (${elapsedMs.toFixed(0)} ms)`);
     assert.deepEqual(result.released, []);
+    assert.equal(result.timedOut, 'release');
     assert.ok(lines.some((l) => /^SIGTERM: release gave up after 300 ms/.test(l.msg)));
+  });
+
+  it('says the locks were released when only the Event is late, not that the release gave up', async () => {
+    let eventPosts = 0;
+    const api = await fakeApi({
+      pod: () => deleting(30),
+      locks: [ownLock()],
+      // the Event's POST is left hanging; every other request is answered
+      override: (req, _res, url) => {
+        if (req.method === 'POST' && url.pathname.endsWith('/events')) {
+          eventPosts++;
+          return true;
+        }
+        return false;
+      },
+    });
+    const { result, lines, elapsedMs } = await terminate(api.url, { releaseTimeoutMs: 300 });
+    assert.ok(elapsedMs < 600, `bounded (${elapsedMs.toFixed(0)} ms)`);
+    assert.deepEqual(result.released, ['ConfigMap/op-lock']);
+    assert.deepEqual(result.failed, []);
+    assert.equal(result.timedOut, 'events');
+    assert.equal(result.decision.release, true);
+    assert.equal(eventPosts, 1, 'one Event for the one release');
+    assert.ok(
+      lines.some((l) => /^SIGTERM: released ConfigMap\/op-lock \(.*\); Event not recorded within 300 ms$/.test(l.msg)),
+      lines.map((l) => l.msg).join('\n'),
+    );
+    assert.ok(!lines.some((l) => /gave up/.test(l.msg)), 'the release did not give up');
   });
 
   it('retries a conflicting delete once after re-reading the lock, if it is still its own', async () => {
