@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { pino } from 'pino';
@@ -52,6 +52,34 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     }
     await sleep(everyMs);
   }
+}
+
+/**
+ * Runs `fn` with the local cluster's kube-controller-manager stopped
+ * (SIGSTOP, then SIGCONT by its PID, whatever happens), so that the garbage
+ * collector cannot free a lock in the meantime: what is freed then was freed
+ * by the hook. The controller manager runs without leader election, so a
+ * short pause costs it nothing. Undefined outside the local cluster (a
+ * brought-own cluster's controllers are not ours to stop).
+ */
+export function pauseGarbageCollector(): (<T>(fn: () => Promise<T>) => Promise<T>) | undefined {
+  if (process.env.LEADERHOOK_KUBECONFIG) return undefined;
+  const state = process.env.LEADERHOOK_CLUSTER_DIR ?? join(homedir(), '.cache', 'leaderhook', 'cluster');
+  let pid: number;
+  try {
+    pid = Number(readFileSync(join(state, 'pids', 'kube-controller-manager.pid'), 'utf8').trim());
+    if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kube-controller-manager')) return undefined;
+  } catch {
+    return undefined;
+  }
+  return async (fn) => {
+    process.kill(pid, 'SIGSTOP');
+    try {
+      return await fn();
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+  };
 }
 
 export function suffix(): string {

@@ -21,6 +21,7 @@ import {
   events,
   type HookUnderTest,
   type LogLine,
+  pauseGarbageCollector,
   pauseImage,
   setPodStatus,
   skipReason,
@@ -203,9 +204,21 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
         await waitFor(`lock of ${c.pod} released`, () => configMapGone(ns.name, `${c.pod}-lock`));
         note(`R2 ${c.phase}${c.reason ? `/${c.reason}` : ''}: status written -> lock gone ${(performance.now() - t0).toFixed(0)} ms`);
       }
-      const released = logsWith(h.logs, (l) => l.rule === 'R2' && /^released lock/.test(l.msg));
-      assert.equal(released.length, cases.length);
-      await waitFor('LeaderLockReleased events on the holders', async () => (await events(ns.name, 'LeaderLockReleased')).length >= cases.length);
+      assert.equal(logsWith(h.logs, (l) => l.rule === 'R2' && /^released lock/.test(l.msg)).length, cases.length);
+      const released = await waitFor('LeaderLockReleased events on the holders and on the releasing pod', async () => {
+        const all = await events(ns.name, 'LeaderLockReleased');
+        return all.length >= 2 * cases.length ? all : undefined;
+      });
+      for (const c of cases) {
+        assert.ok(
+          released.some((e) => e.involvedObject.name === c.pod),
+          `an Event on the holder ${c.pod}`,
+        );
+        assert.ok(
+          released.some((e) => e.involvedObject.name === 'op-standby' && e.message?.includes(`${c.pod}-lock`) && /by this pod's release hook/.test(e.message)),
+          `an Event on the releasing pod for ${c.pod}-lock`,
+        );
+      }
     });
 
     it('never deletes a ConfigMap with data that a terminal holder owns: discovery sees metadata, the live read sees the data', async () => {
@@ -296,55 +309,64 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
   });
 
   describe('R3 holder gone and R0 stale own name', () => {
-    it('releases the lock of a holder that no longer exists', async () => {
+    // With the garbage collector paused, a lock that goes was deleted by the
+    // hook: these tests fail if the hook never deletes.
+    const paused = pauseGarbageCollector();
+    const whileGcPaused = { skip: paused ? false : 'needs the local cluster, whose garbage collector the test can pause' };
+    const hookReleased = (h: HookUnderTest, rule: string) =>
+      logsWith(h.logs, (l) => l.rule === rule && l.lock === 'ConfigMap/op-lock' && /^released lock/.test(l.msg));
+
+    it('releases the lock of a holder that no longer exists', whileGcPaused, async () => {
       const ns = await namespace('lh-r3');
       const standby = await createPod(ns.name, 'op-standby', node);
       const holder = await createPod(ns.name, 'h-gone', node);
       await createLock(ns.name, 'op-lock', { name: 'h-gone', uid: holder.metadata?.uid as string });
       const h = await hook(ns, standby);
       await h.releaser.ready;
-      const t0 = performance.now();
-      await deletePod(ns.name, 'h-gone', 0);
-      await waitFor('lock released', () => configMapGone(ns.name, 'op-lock'));
-      const decided = await waitFor('R3 decision logged', async () => logsWith(h.logs, (l) => l.rule === 'R3' && l.lock === 'ConfigMap/op-lock')[0]);
-      // The garbage collector frees the same lock at about the same time; the hook's delete then finds it gone.
-      note(
-        `R3 holder gone: force delete -> lock gone ${(performance.now() - t0).toFixed(0)} ms (${/^released/.test(decided.msg) ? 'hook deleted it' : 'GC was first'})`,
-      );
+      const latency = await paused!(async () => {
+        const t0 = performance.now();
+        await deletePod(ns.name, 'h-gone', 0);
+        await waitFor('lock released by the hook', () => configMapGone(ns.name, 'op-lock'));
+        return performance.now() - t0;
+      });
+      assert.equal(hookReleased(h, 'R3').length, 1, 'the hook deleted the lock itself');
+      note(`R3 holder gone: force delete -> lock gone ${latency.toFixed(0)} ms (garbage collector paused: the hook deleted it)`);
     });
 
-    it('releases the lock of a holder replaced by a new pod of the same name', async () => {
+    it('releases the lock of a holder replaced by a new pod of the same name', whileGcPaused, async () => {
       const ns = await namespace('lh-r3-repl');
       const standby = await createPod(ns.name, 'op-standby', node);
       const old = await createPod(ns.name, 'op-1', node);
       await createLock(ns.name, 'op-lock', { name: 'op-1', uid: old.metadata?.uid as string });
       const h = await hook(ns, standby);
       await h.releaser.ready;
-      await deletePod(ns.name, 'op-1', 0);
-      const replacement = await createPod(ns.name, 'op-1', node);
-      assert.notEqual(replacement.metadata?.uid, old.metadata?.uid);
-      await waitFor('lock released', () => configMapGone(ns.name, 'op-lock'));
-      const decided = await waitFor('R3 decision logged', async () => logsWith(h.logs, (l) => l.rule === 'R3' && l.lock === 'ConfigMap/op-lock')[0]);
-      note(`R3 holder replaced: ${decided.msg}`);
+      await paused!(async () => {
+        await deletePod(ns.name, 'op-1', 0);
+        const replacement = await createPod(ns.name, 'op-1', node);
+        assert.notEqual(replacement.metadata?.uid, old.metadata?.uid);
+        await waitFor('lock released by the hook', () => configMapGone(ns.name, 'op-lock'));
+      });
+      const [released] = hookReleased(h, 'R3');
+      assert.ok(released, 'the hook deleted the lock itself');
+      assert.match(released.msg, /a pod of the same name has UID/);
+      note(`R3 holder replaced: ${released.msg}`);
     });
 
-    it('R0: at start, releases a stale lock owned by this pod name with another UID', async () => {
+    it('R0: at start, releases a stale lock owned by this pod name with another UID', whileGcPaused, async () => {
       const ns = await namespace('lh-r0');
       const previous = await createPod(ns.name, 'op-0', node);
       await createLock(ns.name, 'op-lock', { name: 'op-0', uid: previous.metadata?.uid as string });
-      await deletePod(ns.name, 'op-0', 0);
-      const current = await createPod(ns.name, 'op-0', node);
-      const t0 = performance.now();
-      const h = await hook(ns, current);
-      await h.releaser.ready;
-      await waitFor('stale lock released', () => configMapGone(ns.name, 'op-lock'));
-      const decided = await waitFor('R0 decision logged or lock already gone at start', async () => {
-        const r0 = logsWith(h.logs, (l) => l.rule === 'R0')[0];
-        if (r0) return r0.msg;
-        const ready = logsWith(h.logs, (l) => /^ready/.test(l.msg))[0];
-        return ready && (ready.otherLocks as string[]).length === 0 ? 'GC had already deleted it before the hook listed' : undefined;
+      const { h, latency } = await paused!(async () => {
+        await deletePod(ns.name, 'op-0', 0);
+        const current = await createPod(ns.name, 'op-0', node);
+        const t0 = performance.now();
+        const started = await hook(ns, current);
+        await started.releaser.ready;
+        await waitFor('stale lock released by the hook', () => configMapGone(ns.name, 'op-lock'));
+        return { h: started, latency: performance.now() - t0 };
       });
-      note(`R0 stale own name: hook start -> lock gone ${(performance.now() - t0).toFixed(0)} ms (${decided})`);
+      assert.equal(hookReleased(h, 'R0').length, 1, 'the hook deleted the stale lock itself, by R0');
+      note(`R0 stale own name: hook start -> lock gone ${latency.toFixed(0)} ms (garbage collector paused: the hook deleted it)`);
     });
   });
 
