@@ -338,13 +338,16 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
       const standby = await createPod(ns.name, 'op-standby', node);
       const old = await createPod(ns.name, 'op-1', node);
       await createLock(ns.name, 'op-lock', { name: 'op-1', uid: old.metadata?.uid as string });
-      const h = await hook(ns, standby);
-      await h.releaser.ready;
-      await paused!(async () => {
+      // The replacement exists before the hook starts, so its first live read finds it
+      // (a hook already running would free the lock as soon as the old pod is gone).
+      const h = await paused!(async () => {
         await deletePod(ns.name, 'op-1', 0);
         const replacement = await createPod(ns.name, 'op-1', node);
         assert.notEqual(replacement.metadata?.uid, old.metadata?.uid);
+        const started = await hook(ns, standby);
+        await started.releaser.ready;
         await waitFor('lock released by the hook', () => configMapGone(ns.name, 'op-lock'));
+        return started;
       });
       const [released] = hookReleased(h, 'R3');
       assert.ok(released, 'the hook deleted the lock itself');
