@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { pino } from 'pino';
@@ -16,10 +16,17 @@ import { kubeconfigConfig } from '../../../src/kube/config.ts';
 import { isNotFound } from '../../../src/kube/errors.ts';
 import type { ConfigMap, KubeEvent, Lease, List, Pod } from '../../../src/kube/types.ts';
 import { type ReleaserOptions, type RunningReleaser, runReleaser } from '../../../src/releaser/releaser.ts';
+import { broughtOwnCluster, clusterStateDir, kubeconfigPath } from '../../support/kube.ts';
 
-export const kubeconfigPath = process.env.LEADERHOOK_KUBECONFIG ?? process.env.KUBECONFIG;
-/** Why the cluster tests cannot run here, or undefined when they can. */
-export const skipReason = kubeconfigPath ? undefined : 'no cluster: run under test/cluster/in-netns.sh (KUBECONFIG from the cluster env)';
+/**
+ * The cluster of every test that talks to one, chosen and guarded in one
+ * place: test/support/kube.ts refuses to load outside the local cluster's
+ * network namespace (unless LEADERHOOK_KUBECONFIG names a cluster of one's
+ * own), before any request can leave for an address of the machine's network.
+ */
+export { kubeconfigPath } from '../../support/kube.ts';
+/** Kept for the describe() calls: the guard above already refused to run where no cluster is. */
+export const skipReason: string | undefined = undefined;
 
 /** The Role and RoleBinding users install (deploy/operator-rbac); the binding's subject is set per namespace. */
 const roleDocs = ['role.yaml', 'rolebinding.yaml'].flatMap((file) =>
@@ -63,11 +70,10 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
  * brought-own cluster's controllers are not ours to stop).
  */
 export function pauseGarbageCollector(): (<T>(fn: () => Promise<T>) => Promise<T>) | undefined {
-  if (process.env.LEADERHOOK_KUBECONFIG) return undefined;
-  const state = process.env.LEADERHOOK_CLUSTER_DIR ?? join(homedir(), '.cache', 'leaderhook', 'cluster');
+  if (broughtOwnCluster) return undefined;
   let pid: number;
   try {
-    pid = Number(readFileSync(join(state, 'pids', 'kube-controller-manager.pid'), 'utf8').trim());
+    pid = Number(readFileSync(join(clusterStateDir, 'pids', 'kube-controller-manager.pid'), 'utf8').trim());
     if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kube-controller-manager')) return undefined;
   } catch {
     return undefined;
