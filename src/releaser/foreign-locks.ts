@@ -13,7 +13,7 @@ import { startWatch, type Watcher } from '../kube/watch.ts';
 import { allowed, backgroundRequest, type HookContext } from './context.ts';
 import type { EventRecorder } from './events.ts';
 import type { ForeignLockSink } from './own-locks.ts';
-import { decideHolderRelease, type HolderDecision, type HolderLookup, lockOwner, notFound } from './rules.ts';
+import { decideHolderRelease, type HolderDecision, type HolderLookup, lockOwner, notFound, observeFromAnnotations } from './rules.ts';
 import { KeyedSerializer } from './serializer.ts';
 
 /** A ConfigMap lock held by another pod, and what we last learned of its holder. */
@@ -41,15 +41,15 @@ export interface Tracker {
 export class ForeignLocks implements ForeignLockSink {
   readonly #ctx: HookContext;
   readonly #events: EventRecorder;
-  /** Observe mode, as known at start (annotation, else flag). */
-  readonly #observe: () => boolean;
+  /** Observe mode when the own pod's annotation says nothing (the flag). */
+  readonly #observe: boolean;
   /** A live read found the lock held by another owner than the one tracked: sort it again. */
   readonly #reclassify: (cm: ConfigMap) => void;
   readonly #trackers = new Map<string, Tracker>();
   readonly #holderWatches = new Map<string, Watcher>();
   readonly #serial = new KeyedSerializer<Tracker>();
 
-  constructor(ctx: HookContext, events: EventRecorder, settings: { observe: () => boolean; reclassify: (cm: ConfigMap) => void }) {
+  constructor(ctx: HookContext, events: EventRecorder, settings: { observe: boolean; reclassify: (cm: ConfigMap) => void }) {
     this.#ctx = ctx;
     this.#events = events;
     this.#observe = settings.observe;
@@ -214,6 +214,26 @@ export class ForeignLocks implements ForeignLockSink {
     t.retry.unref();
   }
 
+  /**
+   * Observe mode as this pod's annotation says now, read live right before a
+   * release (a value read at start would half-honour a change); the flag when
+   * the annotation says nothing. Undefined when the own pod cannot be read:
+   * nothing is released then, and a retry is scheduled.
+   */
+  async #observeNow(t: Tracker): Promise<boolean | undefined> {
+    const ctx = this.#ctx;
+    try {
+      const pod = await ctx.client.getPod(ctx.ns, ctx.podName, backgroundRequest(ctx));
+      return observeFromAnnotations(pod) ?? this.#observe;
+    } catch (err) {
+      if (!ctx.signal.aborted && this.isCurrent(t)) {
+        ctx.log.warn({ err, lock: `ConfigMap/${t.name}` }, 'cannot read own pod before releasing a lock; will retry');
+        this.#scheduleRetry(t);
+      }
+      return undefined;
+    }
+  }
+
   async #release(t: Tracker, rule: string, why: string): Promise<void> {
     const ctx = this.#ctx;
     const { owner } = t;
@@ -221,7 +241,8 @@ export class ForeignLocks implements ForeignLockSink {
     const lock = t.lock as ConfigMap;
     const uid = lock.metadata?.uid as string;
     const resourceVersion = lock.metadata?.resourceVersion as string;
-    const observe = this.#observe();
+    const observe = await this.#observeNow(t);
+    if (observe === undefined || ctx.signal.aborted || !this.isCurrent(t)) return;
     const fields = { rule, lock: `ConfigMap/${t.name}`, holder: owner.name, holderUid: owner.uid, observe };
     const target = { name: owner.name, namespace: ctx.ns, uid: owner.uid };
     if (observe) {

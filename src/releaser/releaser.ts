@@ -86,8 +86,8 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
   const marginSeconds = options.marginSeconds ?? releaseDefaults.marginSeconds;
   const releaseTimeoutMs = options.releaseTimeoutMs ?? releaseDefaults.releaseTimeoutMs;
   const reportIntervalMs = (options.waitReportIntervalSeconds ?? releaseDefaults.waitReportIntervalSeconds) * 1000;
-  // the flag, until the own pod's annotation is read at start
-  let observe = options.observe ?? false;
+  // the flag; the own pod's annotation, read live before each release, wins
+  const observe = options.observe ?? false;
   const log = options.logger.child({ pod: podName, namespace: ns });
 
   let metrics: ReleaserMetrics = noMetrics;
@@ -113,10 +113,10 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     perms: undefined,
   };
   const events = eventRecorder(ctx);
-  const foreign: ForeignLocks = new ForeignLocks(ctx, events, { observe: () => observe, reclassify: (cm) => own.classify(cm) });
+  const foreign: ForeignLocks = new ForeignLocks(ctx, events, { observe, reclassify: (cm) => own.classify(cm) });
   const own = new OwnLocks(ctx, foreign, { lockName: options.lockName || undefined, releaseTimeoutMs });
   const waits = new WaitReporter(ctx, events, { foreign, own }, reportIntervalMs);
-  const terminate = terminator(ctx, events, own, { marginSeconds, releaseTimeoutMs, observe: () => observe, stopBackground });
+  const terminate = terminator(ctx, events, own, { marginSeconds, releaseTimeoutMs, observe, stopBackground });
   let terminating = false;
   let stopped = false;
 
@@ -133,8 +133,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     if (background.signal.aborted || !pod) return;
     void reportMissingPermissions(ctx, events, pod);
     const lockName = lockNameFromAnnotations(pod) ?? own.lockName;
-    observe = observeFromAnnotations(pod) ?? observe;
-    logRunning(ctx, pod, { lockName, observe, marginSeconds, releaseTimeoutMs });
+    logRunning(ctx, pod, { lockName, observe: observeFromAnnotations(pod) ?? observe, marginSeconds, releaseTimeoutMs });
     const listed = own.start(lockName);
     waits.start(pod);
     await listed;

@@ -23,8 +23,8 @@ export interface OwnCandidates {
 export interface TerminateSettings {
   marginSeconds: number;
   releaseTimeoutMs: number;
-  /** Observe mode when the own pod's annotation says nothing (as known at start). */
-  observe: () => boolean;
+  /** Observe mode when the own pod's annotation says nothing (the flag). */
+  observe: boolean;
   /** Called first, at the signal: ends the background work, which must not race the release. */
   stopBackground(): void;
 }
@@ -118,7 +118,8 @@ export function terminator(ctx: HookContext, events: EventRecorder, candidates: 
     const decision = decideOwnRelease(pod, podUid, t, marginSeconds);
     result.decision = decision;
     if (!decision.release) return;
-    const observe = observeFromAnnotations(pod) ?? settings.observe();
+    // the annotation as it is now, read live with the decision
+    const observe = observeFromAnnotations(pod) ?? settings.observe;
     const work: Promise<void>[] = [];
     const one = async (kind: 'ConfigMap' | 'Lease', name: string, release: () => Promise<Outcome>) => {
       const id = `${kind}/${name}`;

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, describe, it } from 'node:test';
+import { after, afterEach, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createKubeClient } from '../../../src/kube/client.ts';
 import type { ConfigMap, Pod } from '../../../src/kube/types.ts';
@@ -15,12 +15,19 @@ import { runReleaser } from '../../../src/releaser/releaser.ts';
 
 interface Script {
   pod: () => Pod | undefined;
+  /** Other pods by name (lock holders); `pod` answers for op-0. */
+  pods?: Record<string, () => Pod | undefined>;
   locks: ConfigMap[];
   /** Return true when the request was answered (or deliberately left hanging); `json` answers and returns true. */
   override?: (req: IncomingMessage, res: ServerResponse, url: URL, body: string, json: (code: number, obj: unknown) => true) => boolean;
 }
 
 const servers: Server[] = [];
+/** Hooks started by a test; stopped after it even when it failed half-way (stop() is idempotent). */
+const running: { stop(): Promise<void> }[] = [];
+afterEach(async () => {
+  for (const r of running.splice(0)) await r.stop();
+});
 after(() => {
   for (const s of servers) {
     s.closeAllConnections();
@@ -50,8 +57,9 @@ async function fakeApi(script: Script): Promise<{ url: string; calls: string[] }
       }
       if (url.pathname.endsWith('/selfsubjectaccessreviews')) return json(201, { status: { allowed: true } });
       if (url.pathname.endsWith('/events')) return json(201, JSON.parse(body));
-      if (/\/pods\/[^/]+$/.test(url.pathname)) {
-        const pod = script.pod();
+      const podRead = /\/pods\/([^/]+)$/.exec(url.pathname);
+      if (podRead) {
+        const pod = (podRead[1] === 'op-0' ? script.pod : (script.pods?.[podRead[1] as string] ?? (() => undefined)))();
         return pod ? json(200, pod) : json(404, { kind: 'Status', code: 404, reason: 'NotFound', message: 'pod not found' });
       }
       if (url.pathname.endsWith('/configmaps')) return json(200, { metadata: { resourceVersion: '100' }, items: script.locks });
@@ -84,6 +92,12 @@ async function start(url: string, releaseTimeoutMs = 1500) {
   const logger = pino({ level: 'debug' }, { write: (l: string) => lines.push(JSON.parse(l)) });
   const client = createKubeClient({ server: new URL(url), source: 'test' });
   const releaser = await runReleaser({ podName: 'op-0', podNamespace: 'ns', podUid: uid, client, logger, releaseTimeoutMs });
+  running.push({
+    async stop() {
+      await releaser.stop();
+      client.close();
+    },
+  });
   return { releaser, lines, client };
 }
 
@@ -267,5 +281,93 @@ describe('onTerminate', () => {
     client.close();
     assert.equal(a, b);
     assert.equal(api.calls.filter((c) => c.startsWith('DELETE')).length, 1);
+  });
+});
+
+/** Polls until `check` holds; fails the test after `ms`. */
+async function until(what: string, check: () => boolean, ms = 3_000) {
+  const t0 = Date.now();
+  while (!check()) {
+    if (Date.now() - t0 > ms) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('observe mode for the locks of other pods (R0, R2, R3)', () => {
+  const self = (observe?: string): Pod => ({
+    metadata: { name: 'op-0', namespace: 'ns', uid, ...(observe === undefined ? {} : { annotations: { 'leaderhook.io/observe': observe } }) },
+    spec: { containers: [{ name: 'manager' }] },
+  });
+  const holder: Pod = {
+    metadata: { name: 'op-old', namespace: 'ns', uid: 'uid-old', resourceVersion: '20' },
+    spec: { containers: [{ name: 'manager' }] },
+    status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }], containerStatuses: [{ name: 'manager', state: { running: {} } } as never] },
+  };
+  const otherLock: ConfigMap = {
+    metadata: {
+      name: 'other-lock',
+      namespace: 'ns',
+      uid: 'cm-9',
+      resourceVersion: '11',
+      ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'op-old', uid: 'uid-old' }],
+    },
+  };
+
+  /**
+   * Starts with the own pod annotated `before` and the holder Running; then
+   * the annotation becomes `after`, the holder disappears (R3), and a watch
+   * event on the holder makes the hook look again.
+   */
+  async function flip(before: string | undefined, after: string) {
+    let observe = before;
+    let holderGone = false;
+    let holderWatch: ServerResponse | undefined;
+    const bodies: string[] = [];
+    const api = await fakeApi({
+      pod: () => self(observe),
+      pods: { 'op-old': () => (holderGone ? undefined : holder) },
+      locks: [otherLock],
+      override: (req, res, url, body) => {
+        if (url.searchParams.get('watch') === 'true' && url.pathname.endsWith('/pods')) {
+          holderWatch = res;
+          res.writeHead(200, { 'Content-Type': 'application/json' });
+          res.write('');
+          return true;
+        }
+        if (req.method !== 'GET') bodies.push(`${req.method} ${url.pathname} ${body}`);
+        return false;
+      },
+    });
+    const { releaser, client } = await start(api.url);
+    await releaser.ready;
+    await until('the holder is read and watched', () => holderWatch !== undefined && api.calls.includes('GET /api/v1/namespaces/ns/pods/op-old'));
+    const before0 = api.calls.length;
+    observe = after;
+    holderGone = true;
+    holderWatch?.write(`${JSON.stringify({ type: 'MODIFIED', object: { ...holder, metadata: { ...holder.metadata, resourceVersion: '21' } } })}\n`);
+    return { api, bodies, releaser, client, since: () => api.calls.slice(before0) };
+  }
+
+  it("releases once the own pod's observe annotation is turned off after start", async () => {
+    const { api, bodies, releaser, client, since } = await flip('true', 'false');
+    await until('the lock is deleted', () => since().includes('DELETE /api/v1/namespaces/ns/configmaps/other-lock'));
+    await releaser.stop();
+    client.close();
+    const later = since();
+    const del = later.indexOf('DELETE /api/v1/namespaces/ns/configmaps/other-lock');
+    assert.equal(later[del - 1], 'GET /api/v1/namespaces/ns/pods/op-0', `the own pod is read live right before the release:\n${later.join('\n')}`);
+    assert.equal(later.filter((c) => c.startsWith('DELETE')).length, 1);
+    const deletion = bodies.find((b) => b.startsWith('DELETE'));
+    assert.deepEqual(JSON.parse(deletion?.split(' ').slice(2).join(' ') ?? '{}').preconditions, { uid: 'cm-9', resourceVersion: '11' });
+    assert.ok(!api.calls.some((c) => c.startsWith('DELETE') && !c.endsWith('/other-lock')));
+  });
+
+  it("releases nothing once the own pod's observe annotation is turned on after start", async () => {
+    const { api, bodies, releaser, client, since } = await flip(undefined, 'true');
+    await until('the would-release Events', () => bodies.filter((b) => b.includes('"LeaderLockWouldRelease"')).length === 2);
+    await releaser.stop();
+    client.close();
+    assert.ok(!api.calls.some((c) => c.startsWith('DELETE')), since().join('\n'));
+    assert.ok(since().includes('GET /api/v1/namespaces/ns/pods/op-0'), 'the own pod is read live before deciding');
   });
 });

@@ -78,7 +78,7 @@ function run(ownPod: Pod, candidates: OwnCandidates, observe = false) {
   const onTerminate = terminator(ctx, eventRecorder(ctx), candidates, {
     marginSeconds: 2,
     releaseTimeoutMs: 1500,
-    observe: () => observe,
+    observe,
     stopBackground: () => stopped++,
   });
   return { onTerminate, calls, stopped: () => stopped };
