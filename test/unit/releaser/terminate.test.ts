@@ -2,7 +2,10 @@
  * The SIGTERM path's guarantees that a healthy cluster cannot show: it ends
  * within releaseTimeoutMs when the API server stops answering, retries a
  * conflicting delete once after a re-read, and exits the decision early when
- * the own pod cannot be read. A scripted HTTP server plays the API server.
+ * the own pod cannot be read. A scripted HTTP server plays the API server;
+ * a request it was not scripted for fails the test, and the tests count the
+ * requests that matter (deletes, Events, live reads), as client-go's
+ * leaderelection tests count gets and updates.
  */
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -11,6 +14,7 @@ import { after, afterEach, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createKubeClient } from '../../../src/kube/client.ts';
 import type { ConfigMap, Pod } from '../../../src/kube/types.ts';
+import { requiredPermissions } from '../../../src/releaser/permissions.ts';
 import { runReleaser } from '../../../src/releaser/releaser.ts';
 
 interface Script {
@@ -25,8 +29,15 @@ interface Script {
 const servers: Server[] = [];
 /** Hooks started by a test; stopped after it even when it failed half-way (stop() is idempotent). */
 const running: { stop(): Promise<void> }[] = [];
+/** The fake APIs of the running test: after it, none may have seen a request it was not scripted for. */
+const apis: FakeApi[] = [];
 afterEach(async () => {
   for (const r of running.splice(0)) await r.stop();
+  assert.deepEqual(
+    apis.splice(0).flatMap((a) => a.unexpected),
+    [],
+    'requests the fake API was not scripted for',
+  );
 });
 after(() => {
   for (const s of servers) {
@@ -35,47 +46,106 @@ after(() => {
   }
 });
 
-async function fakeApi(script: Script): Promise<{ url: string; calls: string[] }> {
+interface FakeApi {
+  url: string;
+  /** `METHOD /path` of every request, ` (watch)` appended for watches, in order. */
+  calls: string[];
+  /** Requests neither the script nor the routes below answer: each fails the test. */
+  unexpected: string[];
+  /** How many requests were exactly `call`. */
+  count(call: string): number;
+  /** Rejects at the first unexpected request, so a test waiting for the hook fails at once instead of hanging. */
+  firstUnexpected: Promise<never>;
+}
+
+/** Waits for `p`, failing as soon as any fake API of the test sees an unexpected request. */
+function guarded<T>(p: Promise<T>): Promise<T> {
+  return Promise.race([p, ...apis.map((a) => a.firstUnexpected)]);
+}
+
+const core = '/api/v1/namespaces/ns';
+const coordination = '/apis/coordination.k8s.io/v1/namespaces/ns';
+const ownPodRead = `GET ${core}/pods/op-0`;
+const lockRead = `GET ${core}/configmaps/op-lock`;
+const lockDelete = `DELETE ${core}/configmaps/op-lock`;
+const eventPost = `POST ${core}/events`;
+/** The calls after the first `call`. */
+const after1st = (api: FakeApi, call: string) => api.calls.slice(api.calls.indexOf(call) + 1);
+const notFoundStatus = (message: string) => ({ kind: 'Status', code: 404, reason: 'NotFound', message });
+
+/**
+ * Plays the API server for the hook of pod op-0 in namespace ns: the routes
+ * it answers are exactly what the hook is expected to ask (own pod and
+ * scripted pods, the scripted locks, lists, watches, Events, access
+ * reviews). Anything else is answered 500 and recorded as unexpected.
+ */
+async function fakeApi(script: Script): Promise<FakeApi> {
   const calls: string[] = [];
+  const unexpected: string[] = [];
+  let reject!: (err: Error) => void;
+  const firstUnexpected = new Promise<never>((_, r) => (reject = r));
+  firstUnexpected.catch(() => {}); // read by guarded() and afterEach, not always awaited
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', () => {
       const url = new URL(req.url ?? '/', 'http://x');
       const watch = url.searchParams.get('watch') === 'true';
-      calls.push(`${req.method} ${url.pathname}${watch ? ' (watch)' : ''}`);
+      const { pathname: path } = url;
+      const call = `${req.method} ${path}${watch ? ' (watch)' : ''}`;
+      calls.push(call);
       const json = (code: number, obj: unknown): true => {
         res.writeHead(code, { 'Content-Type': 'application/json' });
         res.end(JSON.stringify(obj));
         return true;
       };
       if (script.override?.(req, res, url, body, json)) return;
+      /** The object name when `path` is `collection/name`. */
+      const item = (collection: string) =>
+        path.startsWith(`${collection}/`) && !path.slice(collection.length + 1).includes('/') ? path.slice(collection.length + 1) : undefined;
+      const get = req.method === 'GET';
       if (watch) {
-        res.writeHead(200, { 'Content-Type': 'application/json' });
-        res.write('');
-        return;
+        if (get && [`${core}/configmaps`, `${core}/pods`, `${coordination}/leases`].includes(path)) {
+          res.writeHead(200, { 'Content-Type': 'application/json' });
+          res.write('');
+          return;
+        }
+      } else if (req.method === 'POST' && path === '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews') {
+        return json(201, { status: { allowed: true } });
+      } else if (req.method === 'POST' && path === `${core}/events`) {
+        return json(201, JSON.parse(body));
+      } else if (get && path === `${core}/configmaps`) {
+        return json(200, { metadata: { resourceVersion: '100' }, items: script.locks });
+      } else if (get && path === `${coordination}/leases`) {
+        return json(200, { metadata: { resourceVersion: '100' }, items: [] });
+      } else {
+        const podName = item(`${core}/pods`);
+        const pod = podName === 'op-0' ? script.pod : podName ? script.pods?.[podName] : undefined;
+        if (get && pod) {
+          const found = pod();
+          return found ? json(200, found) : json(404, notFoundStatus(`pods "${podName}" not found`));
+        }
+        const lockName = item(`${core}/configmaps`);
+        const lock = script.locks.find((cm) => lockName && cm.metadata?.name === lockName);
+        if (get && lock) return json(200, lock);
+        if (req.method === 'DELETE' && lock) return json(200, { kind: 'Status', status: 'Success' });
       }
-      if (url.pathname.endsWith('/selfsubjectaccessreviews')) return json(201, { status: { allowed: true } });
-      if (url.pathname.endsWith('/events')) return json(201, JSON.parse(body));
-      const podRead = /\/pods\/([^/]+)$/.exec(url.pathname);
-      if (podRead) {
-        const pod = (podRead[1] === 'op-0' ? script.pod : (script.pods?.[podRead[1] as string] ?? (() => undefined)))();
-        return pod ? json(200, pod) : json(404, { kind: 'Status', code: 404, reason: 'NotFound', message: 'pod not found' });
-      }
-      if (url.pathname.endsWith('/configmaps')) return json(200, { metadata: { resourceVersion: '100' }, items: script.locks });
-      const lockRead = req.method === 'GET' ? /\/configmaps\/([^/]+)$/.exec(url.pathname) : null;
-      if (lockRead) {
-        const lock = script.locks.find((cm) => cm.metadata?.name === lockRead[1]);
-        return lock ? json(200, lock) : json(404, { kind: 'Status', code: 404, reason: 'NotFound', message: url.pathname });
-      }
-      if (url.pathname.endsWith('/leases')) return json(200, { metadata: { resourceVersion: '100' }, items: [] });
-      if (req.method === 'DELETE' && url.pathname.includes('/configmaps/')) return json(200, { kind: 'Status', status: 'Success' });
-      json(404, { kind: 'Status', code: 404, reason: 'NotFound', message: url.pathname });
+      unexpected.push(call);
+      reject(new Error(`the fake API was not scripted for ${call}`));
+      json(500, { kind: 'Status', code: 500, reason: 'InternalError', message: `the fake API was not scripted for ${call}` });
     });
   });
   servers.push(server);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls };
+  const api: FakeApi = {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    calls,
+    unexpected,
+    count: (call) => calls.filter((c) => c === call).length,
+    firstUnexpected,
+  };
+  apis.push(api);
+  return api;
 }
 
 const uid = 'uid-self';
@@ -104,7 +174,7 @@ async function start(url: string, releaseTimeoutMs = 1500) {
 /** Starts the hook, waits until it is ready, runs `beforeSigterm`, then the SIGTERM path; stops it again. */
 async function terminate(url: string, options: { releaseTimeoutMs?: number; beforeSigterm?: () => void } = {}) {
   const { releaser, lines, client } = await start(url, options.releaseTimeoutMs);
-  await releaser.ready;
+  await guarded(releaser.ready);
   options.beforeSigterm?.();
   const t0 = performance.now();
   const result = await releaser.onTerminate();
@@ -130,6 +200,11 @@ describe('onTerminate', () => {
     assert.deepEqual(JSON.parse(deleteBody).preconditions, { uid: 'cm-1', resourceVersion: '7' });
     assert.ok(lines.some((l) => /^SIGTERM: released ConfigMap\/op-lock/.test(l.msg)));
     assert.ok(api.calls.includes('POST /api/v1/namespaces/ns/events'), 'an Event for the release');
+    assert.equal(api.count(lockDelete), 1, 'one delete');
+    assert.equal(api.count(eventPost), 1, 'one Event');
+    assert.equal(api.count(ownPodRead), 2, 'the own pod: read at start, and live on SIGTERM');
+    const reviews = requiredPermissions.reduce((n, p) => n + p.verbs.length, 0);
+    assert.equal(api.count('POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews'), reviews, 'one access review per permission');
   });
 
   it('lists and watches ConfigMaps as metadata only, and reads the lock in full before SIGTERM', async () => {
@@ -143,7 +218,7 @@ describe('onTerminate', () => {
       },
     });
     const { releaser, client } = await start(api.url);
-    await releaser.ready;
+    await guarded(releaser.ready);
     for (let i = 0; i < 100 && !accepts.some((a) => a.startsWith('watch')); i++) await new Promise((r) => setTimeout(r, 10));
     const result = await releaser.onTerminate();
     await releaser.stop();
@@ -167,6 +242,7 @@ describe('onTerminate', () => {
     assert.equal(result.decision.release, true, 'R1 applies');
     assert.deepEqual(result.released, []);
     assert.ok(!api.calls.some((c) => c.startsWith('DELETE')), api.calls.join('\n'));
+    assert.equal(api.count(eventPost), 0, 'nothing released, nothing told');
   });
 
   it('gives up within releaseTimeoutMs when the API server stops answering, and says so', async () => {
@@ -227,6 +303,7 @@ describe('onTerminate', () => {
     });
     const { result } = await terminate(api.url);
     assert.equal(deletes, 2);
+    assert.equal(after1st(api, lockDelete).filter((c) => c === lockRead).length, 1, 'one re-read between the two deletes');
     assert.deepEqual(result.released, ['ConfigMap/op-lock']);
   });
 
@@ -251,6 +328,7 @@ describe('onTerminate', () => {
     });
     const { result } = await terminate(api.url);
     assert.equal(deletes, 1);
+    assert.equal(after1st(api, lockDelete).filter((c) => c === lockRead).length, 1, 'one re-read after the conflict');
     assert.deepEqual(result.released, []);
     assert.deepEqual(result.moved, ['ConfigMap/op-lock']);
   });
@@ -269,18 +347,21 @@ describe('onTerminate', () => {
     });
     const { result } = await terminate(api.url, { beforeSigterm: () => (failPod = true) });
     assert.equal(!result.decision.release && result.decision.refusal, 'ownPodUnreadable');
+    assert.equal(after1st(api, ownPodRead).filter((c) => c === ownPodRead).length, 1, 'read once on SIGTERM: no retry within the budget');
     assert.ok(!api.calls.some((c) => c.startsWith('DELETE')));
   });
 
   it('is idempotent: a second SIGTERM returns the same result without a second release', async () => {
     const api = await fakeApi({ pod: () => deleting(30), locks: [ownLock()] });
     const { releaser, client } = await start(api.url);
-    await releaser.ready;
+    await guarded(releaser.ready);
     const [a, b] = await Promise.all([releaser.onTerminate(), releaser.onTerminate()]);
     await releaser.stop();
     client.close();
     assert.equal(a, b);
     assert.equal(api.calls.filter((c) => c.startsWith('DELETE')).length, 1);
+    assert.equal(api.count(ownPodRead), 2, 'one live read of the own pod for both signals (and one at start)');
+    assert.equal(api.count(eventPost), 1, 'one Event');
   });
 });
 
@@ -288,6 +369,8 @@ describe('onTerminate', () => {
 async function until(what: string, check: () => boolean, ms = 3_000) {
   const t0 = Date.now();
   while (!check()) {
+    const unexpected = apis.flatMap((a) => a.unexpected);
+    if (unexpected.length > 0) assert.fail(`waiting for ${what}, the fake API got requests it was not scripted for: ${unexpected.join(', ')}`);
     if (Date.now() - t0 > ms) assert.fail(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 5));
   }
@@ -339,7 +422,7 @@ describe('observe mode for the locks of other pods (R0, R2, R3)', () => {
       },
     });
     const { releaser, client } = await start(api.url);
-    await releaser.ready;
+    await guarded(releaser.ready);
     await until('the holder is read and watched', () => holderWatch !== undefined && api.calls.includes('GET /api/v1/namespaces/ns/pods/op-old'));
     const before0 = api.calls.length;
     observe = after;
@@ -355,7 +438,7 @@ describe('observe mode for the locks of other pods (R0, R2, R3)', () => {
     client.close();
     const later = since();
     const del = later.indexOf('DELETE /api/v1/namespaces/ns/configmaps/other-lock');
-    assert.equal(later[del - 1], 'GET /api/v1/namespaces/ns/pods/op-0', `the own pod is read live right before the release:\n${later.join('\n')}`);
+    assert.equal(later[del - 1], ownPodRead, `the own pod is read live right before the release:\n${later.join('\n')}`);
     assert.equal(later.filter((c) => c.startsWith('DELETE')).length, 1);
     const deletion = bodies.find((b) => b.startsWith('DELETE'));
     assert.deepEqual(JSON.parse(deletion?.split(' ').slice(2).join(' ') ?? '{}').preconditions, { uid: 'cm-9', resourceVersion: '11' });
