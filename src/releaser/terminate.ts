@@ -103,6 +103,10 @@ export function terminator(ctx: HookContext, events: EventRecorder, candidates: 
       (p) => p as Pod | undefined,
       (err: unknown) => (isNotFound(err) ? undefined : Promise.reject(err)),
     );
+    // a failure after the budget ran out is the budget's: the summary line says so
+    const warn = (fields: Record<string, unknown>, msg: string) => {
+      if (!signal.aborted) log.warn({ rule: 'R1', ...fields }, msg);
+    };
     const cmsP = candidates.locks(signal);
     const leasesP = candidates.leases(signal);
     cmsP.catch(() => {});
@@ -111,7 +115,7 @@ export function terminator(ctx: HookContext, events: EventRecorder, candidates: 
     try {
       pod = await podP;
     } catch (err) {
-      log.warn({ rule: 'R1', err }, 'R1: cannot read own pod');
+      warn({ err }, 'R1: cannot read own pod');
       result.decision = { release: false, refusal: 'ownPodUnreadable', message: `reading own pod failed: ${(err as Error).message}` };
       return;
     }
@@ -133,7 +137,7 @@ export function terminator(ctx: HookContext, events: EventRecorder, candidates: 
         (outcome === 'released' ? result.released : result.moved).push(id);
         metrics.release('R1', kind, outcome);
       } catch (err) {
-        log.warn({ rule: 'R1', lock: id, err }, `R1: releasing ${id} failed`);
+        warn({ lock: id, err }, `R1: releasing ${id} failed`);
         result.failed.push(`${id}: ${(err as Error).message}`);
         metrics.release('R1', kind, 'failed');
       }
@@ -141,14 +145,14 @@ export function terminator(ctx: HookContext, events: EventRecorder, candidates: 
     try {
       for (const cm of await cmsP) work.push(one('ConfigMap', cm.metadata?.name as string, () => releaseConfigMap(cm, signal)));
     } catch (err) {
-      log.warn({ rule: 'R1', err }, 'R1: finding own ConfigMap locks failed');
+      warn({ err }, 'R1: finding own ConfigMap locks failed');
       result.failed.push(`finding own ConfigMap locks: ${(err as Error).message}`);
     }
     try {
       const leases = pod && leaseIdentityIsPodName(pod) ? await leasesP : [];
       for (const lease of leases) work.push(one('Lease', lease.metadata?.name as string, () => releaseLease(lease, signal)));
     } catch (err) {
-      log.warn({ rule: 'R1', err }, 'R1: finding own Leases failed');
+      warn({ err }, 'R1: finding own Leases failed');
       result.failed.push(`finding own Leases: ${(err as Error).message}`);
     }
     await Promise.all(work);
@@ -192,11 +196,19 @@ export function terminator(ctx: HookContext, events: EventRecorder, candidates: 
       // cancels whatever is still in flight once the budget is spent
       budget.abort();
     }
-    if (timedOut) result.timedOut = phase;
-    result.durationMs = Math.round((performance.now() - started) * 10) / 10;
-    logOutcome(t, result);
+    // what the budget cut short still settles later: it must not change the result given out
+    const settled: TerminateResult = {
+      ...result,
+      released: [...result.released],
+      observed: [...result.observed],
+      moved: [...result.moved],
+      failed: [...result.failed],
+      durationMs: Math.round((performance.now() - started) * 10) / 10,
+      ...(timedOut ? { timedOut: phase } : {}),
+    };
+    logOutcome(t, settled);
     await metrics.close().catch(() => {});
-    return result;
+    return settled;
   }
 
   function logOutcome(t: number, result: TerminateResult): void {

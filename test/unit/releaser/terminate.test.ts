@@ -252,6 +252,8 @@ describe('onTerminate', () => {
     assert.ok(elapsedMs < 600, `bounded (${elapsedMs.toFixed(0)} ms)`);
     assert.deepEqual(result.released, []);
     assert.equal(result.timedOut, 'release');
+    await new Promise((r) => setTimeout(r, 50)); // the work the budget cut short settles meanwhile
+    assert.equal(!result.decision.release && result.decision.refusal, 'timeout', 'the result stays what onTerminate settled with');
     assert.ok(lines.some((l) => /^SIGTERM: release gave up after 300 ms/.test(l.msg)));
   });
 
