@@ -1,0 +1,75 @@
+/**
+ * `kubectl rollout restart` of a 2-replica operator Deployment — the most
+ * common failover users meet — with leaderhook installed from deploy/, for
+ * the leader-for-life and the Lease operator. The rollout replaces both pods
+ * one at a time; the old leader's lock must be freed by its own hook (R1,
+ * on its SIGTERM), the leadership must end on a pod of the new ReplicaSet,
+ * and at every heartbeat exactly the pod holding the lock writes.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, type TestContext, test } from 'node:test';
+import {
+  assertOneLeaderAtEveryHeartbeat,
+  finishRecording,
+  heartbeats,
+  type LeaderLock,
+  leaseLock,
+  lflLock,
+  releaseEvents,
+  setUpOperator,
+  waitForRecorded,
+  waitForSteadyLeader,
+} from '../support/failover.ts';
+import { core } from '../support/kube.ts';
+import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl } from '../support/leaderhook.ts';
+
+async function rolloutRestart<L>(t: TestContext, operator: string, lock: LeaderLock<L>): Promise<void> {
+  const scenario = await setUpOperator(t, {
+    prefix: `e2e-rollout-${operator === 'lfl-operator' ? 'lfl' : 'lease'}`,
+    operator,
+    options: { shape: 'deployment', withoutPodNameEnv: true },
+    labels: INJECTION_LABEL,
+    prepare: (namespace) => grantReleaseHook(namespace, 'test-operator'),
+  });
+  const { recording, namespace } = scenario;
+  const { leader } = await waitForSteadyLeader(recording, lock.heartbeat);
+  const oldPods = new Set((await core.listNamespacedPod({ namespace })).items.map((p) => p.metadata?.name as string));
+  const issued = Date.now();
+  kubectl(['-n', namespace, 'rollout', 'restart', `deployment/${operator}`]);
+  kubectl(['-n', namespace, 'rollout', 'status', `deployment/${operator}`, '--timeout=240s']);
+  const newLeader = await waitForRecorded(
+    recording,
+    'a pod of the new ReplicaSet to lead',
+    async () => {
+      const holder = lock.holderOf(lock.events(recording).at(-1)?.object);
+      const beats = heartbeats(recording, lock.heartbeat).filter((b) => b.holder === holder);
+      return holder && !oldPods.has(holder) && beats.length >= 3 ? holder : undefined;
+    },
+    180_000,
+  );
+  const tookS = ((Date.now() - issued) / 1000).toFixed(1);
+  await finishRecording(recording);
+
+  const released = releaseEvents(recording, leader, 'R1');
+  assert.equal(released.length, 1, `the old leader ${leader} freed its lock by R1 on its SIGTERM`);
+  const writers: string[] = [];
+  for (const beat of heartbeats(recording, lock.heartbeat)) if (writers.at(-1) !== beat.holder) writers.push(beat.holder);
+  assert.equal(writers[0], leader);
+  assert.equal(writers.at(-1), newLeader);
+  assertOneLeaderAtEveryHeartbeat(heartbeats(recording, lock.heartbeat), lock.events(recording), lock.holderOf, writers);
+  t.diagnostic(`${operator}: rollout restart -> ${newLeader} leads ${tookS} s after it was issued; leaders in turn: ${writers.join(' -> ')}`);
+  t.diagnostic(`release: ${released[0]?.object.message}`);
+}
+
+describe('kubectl rollout restart of an operator Deployment', () => {
+  let uninstall: (() => Promise<void>) | undefined;
+  before(async () => {
+    uninstall = await installLeaderhook();
+  });
+  after(async () => {
+    await uninstall?.();
+  });
+
+  test('leader-for-life (operator-lib)', (t) => rolloutRestart(t, 'lfl-operator', lflLock));
+  test('Lease (controller-runtime)', (t) => rolloutRestart(t, 'lease-operator', leaseLock));
+});
