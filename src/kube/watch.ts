@@ -4,7 +4,7 @@ import type { KubeClient } from './client.ts';
 import { errorFromStatus, isGone, KubeApiError } from './errors.ts';
 import type { KubeObject, List, WatchEvent } from './types.ts';
 
-export interface WatchOptions {
+export interface WatchOptions<T extends KubeObject = KubeObject> {
   client: KubeClient;
   /** Collection path, e.g. /api/v1/namespaces/x/configmaps */
   path: string;
@@ -19,6 +19,12 @@ export interface WatchOptions {
   mode: 'list-watch' | 'watch';
   /** Accept headers of the list and the watch (metadataAccept for metadata only); default application/json. */
   accept?: { list: string; watch: string };
+  /**
+   * Keeps only the listed objects this accepts; the others are dropped page
+   * by page, so a large collection is never held whole. A dropped object
+   * counts as absent for onList.
+   */
+  keep?: (object: T) => boolean;
   /** Names the watched thing in log lines. */
   what: string;
   logger: Logger;
@@ -52,7 +58,7 @@ export interface Watcher {
  * any other failure (API outage, RBAC denial, dead connection). It never
  * throws and never gives up: the hook must outlive API-server restarts.
  */
-export function startWatch<T extends KubeObject>(opts: WatchOptions, handlers: WatchHandlers<T>): Watcher {
+export function startWatch<T extends KubeObject>(opts: WatchOptions<T>, handlers: WatchHandlers<T>): Watcher {
   const abort = new AbortController();
   const initialMs = opts.initialBackoffMs ?? 500;
   const maxMs = opts.maxBackoffMs ?? 30_000;
@@ -80,7 +86,7 @@ export function startWatch<T extends KubeObject>(opts: WatchOptions, handlers: W
         timeoutMs: 30_000,
         ...(opts.accept ? { accept: opts.accept.list } : {}),
       });
-      items.push(...(page.items ?? []));
+      for (const item of page.items ?? []) if (!opts.keep || opts.keep(item)) items.push(item);
       cont = page.metadata?.continue || undefined;
       resourceVersion = page.metadata?.resourceVersion;
     } while (cont);

@@ -130,6 +130,7 @@ export class OwnLocks implements OwnCandidates {
         // Names and owners are all discovery needs; the data of every
         // ConfigMap of the namespace would make the hook grow with it.
         accept: metadataAccept,
+        keep: (cm) => lockCandidateOwner(cm) !== undefined,
         what: lockName ? `ConfigMap lock ${lockName}` : 'ConfigMap locks',
         logger: ctx.log,
       },

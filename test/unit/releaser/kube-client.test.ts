@@ -232,6 +232,36 @@ describe('watch', () => {
     assert.equal(w.synced, true);
   });
 
+  it('keeps only the listed objects `keep` accepts, over every page', async () => {
+    const { server, url } = await serve((_req, res, u) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      if (u.searchParams.get('watch') === 'true') return; // stays open
+      const second = u.searchParams.get('continue') === 'page2';
+      const items = second ? [cm('lock-b', '3'), cm('data-c', '4')] : [cm('data-a', '1'), cm('lock-a', '2')];
+      res.end(JSON.stringify({ metadata: { resourceVersion: '9', ...(second ? {} : { continue: 'page2' }) }, items }));
+    });
+    const client = createKubeClient({ server: new URL(url), source: 'test' });
+    const listed: string[][] = [];
+    const w = startWatch<ConfigMap>(
+      {
+        client,
+        path: '/api/v1/namespaces/ns/configmaps',
+        mode: 'list-watch',
+        what: 'test',
+        logger: silent,
+        keep: (o) => o.metadata?.name?.startsWith('lock-') === true,
+      },
+      { onList: (items) => listed.push(items.map((i) => i.metadata?.name as string)), onEvent: () => {} },
+    );
+    await waitUntil('listed', () => listed.length > 0);
+    w.stop();
+    await w.done;
+    client.close();
+    server.closeAllConnections();
+    server.close();
+    assert.deepEqual(listed, [['lock-a', 'lock-b']]);
+  });
+
   it('backs off and keeps trying while the API server is down, then recovers', async () => {
     let calls = 0;
     const { server, url } = await serve((_req, res, u) => {
