@@ -1,0 +1,244 @@
+package main
+
+// The mutation leaderhook's src/injector/index.ts makes, written the way a
+// controller-runtime webhook would: on the typed corev1.Pod the decoder
+// returns. Every rule, string and order of warnings follows index.ts; where
+// this file differs, the comparison test says why.
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+const (
+	hookContainerName        = "leaderhook-release"
+	hookTokenVolumeName      = "leaderhook-api-access"
+	serviceAccountMountPath  = "/var/run/secrets/kubernetes.io/serviceaccount"
+	mirrorPodAnnotation      = "kubernetes.io/config.mirror"
+	tokenExpirationSeconds   = int64(3607)
+	defaultGracePeriod       = int64(30)
+	injectAnnotation         = "leaderhook.io/inject"
+	injectedAnnotation       = "leaderhook.io/injected"
+	gracePeriodAnnotation    = "leaderhook.io/termination-grace-period-seconds"
+	hookCPURequestAnnotation = "leaderhook.io/hook-cpu-request"
+	hookMemRequestAnnotation = "leaderhook.io/hook-memory-request"
+	hookCPULimitAnnotation   = "leaderhook.io/hook-cpu-limit"
+	hookMemLimitAnnotation   = "leaderhook.io/hook-memory-limit"
+)
+
+// Settings are the webhook's flags, as InjectionSettings in src/injector/types.ts.
+type Settings struct {
+	Image            string
+	ImagePullPolicy  corev1.PullPolicy
+	Version          string
+	GracePeriodFloor int64
+	GracePeriodCap   int64 // 0: no cap
+	Resources        corev1.ResourceRequirements
+	Observe          bool
+}
+
+// skipReason says why a pod is left alone, or "" when it is injected.
+func skipReason(pod *corev1.Pod) string {
+	if _, mirror := pod.Annotations[mirrorPodAnnotation]; mirror {
+		return "mirrorPod"
+	}
+	if pod.Labels[injectAnnotation] == "false" || pod.Annotations[injectAnnotation] == "false" {
+		return "optedOut"
+	}
+	return ""
+}
+
+// injectPod mutates pod in place and returns the warnings for the user.
+func injectPod(pod *corev1.Pod, s Settings) []string {
+	var warnings []string
+	for i := range pod.Spec.Containers {
+		warnings = addDownwardEnv(&pod.Spec.Containers[i], warnings)
+	}
+	warnings = addReleaseHook(pod, s, warnings)
+	warnings = adjustGracePeriod(pod, s, warnings)
+	if pod.Spec.HostNetwork {
+		warnings = append(warnings, "leaderhook: hostNetwork pod: its Leases cannot name it, so only its ConfigMap locks are released early")
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[injectedAnnotation] = s.Version
+	return warnings
+}
+
+func fieldEnv(name, fieldPath string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: fieldPath}}}
+}
+
+func addDownwardEnv(c *corev1.Container, warnings []string) []string {
+	var added []string
+	for _, wanted := range []corev1.EnvVar{fieldEnv("POD_NAME", "metadata.name"), fieldEnv("POD_NAMESPACE", "metadata.namespace")} {
+		var existing *corev1.EnvVar
+		for i := range c.Env {
+			if c.Env[i].Name == wanted.Name {
+				existing = &c.Env[i]
+				break
+			}
+		}
+		switch {
+		case existing == nil:
+			c.Env = append(c.Env, wanted)
+			added = append(added, wanted.Name)
+		case existing.ValueFrom == nil || existing.ValueFrom.FieldRef == nil || existing.ValueFrom.FieldRef.FieldPath != wanted.ValueFrom.FieldRef.FieldPath:
+			warnings = append(warnings, fmt.Sprintf("leaderhook: container \"%s\": %s is not %s; kept as set", c.Name, wanted.Name, wanted.ValueFrom.FieldRef.FieldPath))
+		}
+	}
+	if len(added) > 0 && len(c.EnvFrom) > 0 {
+		warnings = append(warnings, fmt.Sprintf("leaderhook: container \"%s\": injected %s take precedence over envFrom", c.Name, strings.Join(added, ", ")))
+	}
+	return warnings
+}
+
+func addReleaseHook(pod *corev1.Pod, s Settings, warnings []string) []string {
+	var others []corev1.Container
+	var hook *corev1.Container
+	for i := range pod.Spec.InitContainers {
+		c := pod.Spec.InitContainers[i]
+		if c.Name != hookContainerName {
+			others = append(others, c)
+		} else if hook == nil {
+			hook = &c
+		}
+	}
+	if hook == nil {
+		hook = &corev1.Container{}
+	}
+	// Fields the API server defaulted on an earlier round stay; the ones
+	// leaderhook owns are rendered again from the settings.
+	always := corev1.ContainerRestartPolicyAlways
+	resources, warnings := hookResources(pod, s.Resources, warnings)
+	env := []corev1.EnvVar{fieldEnv("POD_NAME", "metadata.name"), fieldEnv("POD_NAMESPACE", "metadata.namespace"), fieldEnv("POD_UID", "metadata.uid")}
+	if s.Observe {
+		env = append(env, corev1.EnvVar{Name: "LEADERHOOK_OBSERVE", Value: "true"})
+	}
+	hook.Name = hookContainerName
+	hook.Image = s.Image
+	hook.ImagePullPolicy = s.ImagePullPolicy
+	hook.Args = []string{"release"}
+	hook.Env = env
+	hook.RestartPolicy = &always
+	hook.Resources = resources
+	hook.SecurityContext = &corev1.SecurityContext{
+		RunAsNonRoot:             ptr(true),
+		RunAsUser:                ptr(int64(65532)),
+		RunAsGroup:               ptr(int64(65532)),
+		AllowPrivilegeEscalation: ptr(false),
+		ReadOnlyRootFilesystem:   ptr(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	hook.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	hook.VolumeMounts = []corev1.VolumeMount{{Name: hookTokenVolumeName, MountPath: serviceAccountMountPath, ReadOnly: true}}
+	pod.Spec.InitContainers = append(others, *hook)
+
+	volume := tokenVolume()
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == hookTokenVolumeName {
+			pod.Spec.Volumes[i] = volume
+			return warnings
+		}
+	}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, volume)
+	return warnings
+}
+
+func tokenVolume() corev1.Volume {
+	return corev1.Volume{
+		Name: hookTokenVolumeName,
+		VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			DefaultMode: ptr(int32(0o444)),
+			Sources: []corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr(tokenExpirationSeconds)}},
+				{ConfigMap: &corev1.ConfigMapProjection{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+					Items:                []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}},
+				}},
+				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
+					{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}},
+				}}},
+			},
+		}},
+	}
+}
+
+// quantity is src/injector's isResourceQuantity: stricter than
+// resource.ParseQuantity, so both webhooks refuse the same values.
+var quantity = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|e[0-9]+)?$`)
+
+func hookResources(pod *corev1.Pod, defaults corev1.ResourceRequirements, warnings []string) (corev1.ResourceRequirements, []string) {
+	r := *defaults.DeepCopy()
+	overrides := []struct {
+		annotation string
+		limits     bool
+		name       corev1.ResourceName
+	}{
+		{hookCPURequestAnnotation, false, corev1.ResourceCPU},
+		{hookMemRequestAnnotation, false, corev1.ResourceMemory},
+		{hookCPULimitAnnotation, true, corev1.ResourceCPU},
+		{hookMemLimitAnnotation, true, corev1.ResourceMemory},
+	}
+	for _, o := range overrides {
+		value, ok := pod.Annotations[o.annotation]
+		if !ok {
+			continue
+		}
+		q, err := resource.ParseQuantity(value)
+		if !quantity.MatchString(value) || err != nil {
+			warnings = append(warnings, fmt.Sprintf("leaderhook: ignoring %s: \"%s\" is not a quantity (like 50m, 64Mi)", o.annotation, value))
+			continue
+		}
+		list := &r.Requests
+		if o.limits {
+			list = &r.Limits
+		}
+		if *list == nil {
+			*list = corev1.ResourceList{}
+		}
+		(*list)[o.name] = q
+	}
+	return r, warnings
+}
+
+var wholeSeconds = regexp.MustCompile(`^[0-9]{1,9}$`)
+
+func adjustGracePeriod(pod *corev1.Pod, s Settings, warnings []string) []string {
+	current := defaultGracePeriod
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		current = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	wanted, why := current, ""
+	if requested, ok := pod.Annotations[gracePeriodAnnotation]; ok {
+		if wholeSeconds.MatchString(requested) {
+			wanted, _ = strconv.ParseInt(requested, 10, 64)
+			why = "as annotated"
+			if wanted < s.GracePeriodFloor {
+				warnings = append(warnings, fmt.Sprintf("leaderhook: annotated grace period %ds is below the %ds floor; the lock may wait for GC", wanted, s.GracePeriodFloor))
+			}
+		} else {
+			warnings = append(warnings, fmt.Sprintf("leaderhook: ignoring %s: \"%s\" is not whole seconds", gracePeriodAnnotation, requested))
+		}
+	}
+	if why == "" && wanted < s.GracePeriodFloor {
+		wanted, why = s.GracePeriodFloor, "floor: the release hook needs time after the operator stops"
+	}
+	if why == "" && s.GracePeriodCap > 0 && wanted > s.GracePeriodCap {
+		wanted, why = s.GracePeriodCap, "cap: a stuck operator must not delay failover"
+	}
+	if wanted != current {
+		pod.Spec.TerminationGracePeriodSeconds = &wanted
+		warnings = append(warnings, fmt.Sprintf("leaderhook: terminationGracePeriodSeconds %ds -> %ds (%s)", current, wanted, why))
+	}
+	return warnings
+}
+
+func ptr[T any](v T) *T { return &v }
