@@ -17,12 +17,20 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
-import { apiStatus, apps, core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
-import { applyOperatorRbac, OPERATOR_CONTAINER, operatorManifest } from '../support/failover.ts';
-import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl, kubectlWithWarnings, REQUIRED_INJECTION_LABEL } from '../support/leaderhook.ts';
+import { OPERATOR_CONTAINER, operatorManifest } from '../support/failover.ts';
+import { apps, core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
+import {
+  createOperatorNamespace,
+  INJECTION_LABEL,
+  installLeaderhook,
+  kubectl,
+  kubectlWithWarnings,
+  readLflLock,
+  REQUIRED_INJECTION_LABEL,
+} from '../support/leaderhook.ts';
 
 const SYSTEM = 'leaderhook-system';
-const LOCK = 'lfl-operator-lock';
+const lflHolder = async (namespace: string) => (await readLflLock(namespace))?.holder;
 const INJECTED = 'leaderhook.io/injected';
 
 async function scaleWebhook(replicas: number): Promise<void> {
@@ -42,23 +50,6 @@ async function scaleWebhook(replicas: number): Promise<void> {
 async function operatorPods(namespace: string): Promise<V1Pod[]> {
   const pods = await core.listNamespacedPod({ namespace, labelSelector: 'app.kubernetes.io/name=lfl-operator' });
   return pods.items.filter((p) => !p.metadata?.deletionTimestamp);
-}
-
-async function lockHolder(namespace: string): Promise<string | undefined> {
-  try {
-    const cm = await core.readNamespacedConfigMap({ name: LOCK, namespace });
-    return cm.metadata?.deletionTimestamp ? undefined : cm.metadata?.ownerReferences?.[0]?.name;
-  } catch (error) {
-    if (apiStatus(error) === 404) return undefined;
-    throw error;
-  }
-}
-
-async function operatorNamespace(prefix: string, labels: Record<string, string>): Promise<TestNamespace> {
-  const ns = await createTestNamespace(prefix, { 'pod-security.kubernetes.io/enforce': 'restricted', ...labels });
-  await applyOperatorRbac(ns.name);
-  await grantReleaseHook(ns.name, 'test-operator');
-  return ns;
 }
 
 describe('admission: workload warnings, and webhook outages that leave no operator worse off', () => {
@@ -96,9 +87,9 @@ describe('admission: workload warnings, and webhook outages that leave no operat
   });
 
   test('required: refused while down, healed when back; pods that set POD_NAME always run; enabled: always created', async (t) => {
-    const needsWebhook = await operatorNamespace('e2e-req', REQUIRED_INJECTION_LABEL);
-    const ownPodName = await operatorNamespace('e2e-req-own', REQUIRED_INJECTION_LABEL);
-    const enabled = await operatorNamespace('e2e-enabled', INJECTION_LABEL);
+    const needsWebhook = await createOperatorNamespace('e2e-req', REQUIRED_INJECTION_LABEL);
+    const ownPodName = await createOperatorNamespace('e2e-req-own', REQUIRED_INJECTION_LABEL);
+    const enabled = await createOperatorNamespace('e2e-enabled', INJECTION_LABEL);
     namespaces.push(needsWebhook, ownPodName, enabled);
 
     await scaleWebhook(0);
@@ -140,7 +131,7 @@ describe('admission: workload warnings, and webhook outages that leave no operat
     await apps.createNamespacedDeployment({ namespace: enabled.name, body: operatorManifest('lfl-operator', {}) });
 
     // Pods that set POD_NAME are never refused: both run uninjected and one leads.
-    const ownLeader = await waitFor('a leader among the pods that set POD_NAME', () => lockHolder(ownPodName.name), 120_000);
+    const ownLeader = await waitFor('a leader among the pods that set POD_NAME', () => lflHolder(ownPodName.name), 120_000);
     const own = await operatorPods(ownPodName.name);
     assert.equal(own.length, 2);
     for (const pod of own) assert.equal(pod.metadata?.annotations?.[INJECTED], undefined, `${pod.metadata?.name} uninjected`);
@@ -161,7 +152,7 @@ describe('admission: workload warnings, and webhook outages that leave no operat
     const ownNext = await waitFor(
       'a new leader after the uninjected leader is deleted (GC path)',
       async () => {
-        const holder = await lockHolder(ownPodName.name);
+        const holder = await lflHolder(ownPodName.name);
         return holder && holder !== ownLeader ? holder : undefined;
       },
       120_000,
@@ -193,7 +184,7 @@ describe('admission: workload warnings, and webhook outages that leave no operat
       'the refused Deployment to have its pods, injected, and one leader',
       async () => {
         const pods = await operatorPods(needsWebhook.name);
-        const holder = await lockHolder(needsWebhook.name);
+        const holder = await lflHolder(needsWebhook.name);
         if (pods.length !== 2 || !pods.every((p) => p.metadata?.annotations?.[INJECTED]) || !holder) return undefined;
         return { pods, holder };
       },

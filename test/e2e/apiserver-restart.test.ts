@@ -13,22 +13,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import { applyOperatorRbac, operatorManifest, RELEASE_HOOK_CONTAINER } from '../support/failover.ts';
-import { apiStatus, apps, broughtOwnCluster, clusterStateDir, core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
-import { grantReleaseHook, INJECTION_LABEL, installLeaderhook } from '../support/leaderhook.ts';
+import { operatorManifest, RELEASE_HOOK_CONTAINER } from '../support/failover.ts';
+import { apps, broughtOwnCluster, clusterStateDir, core, type TestNamespace, waitFor } from '../support/kube.ts';
+import { createOperatorNamespace, INJECTION_LABEL, installLeaderhook, readLflLock } from '../support/leaderhook.ts';
 
-const LOCK = 'lfl-operator-lock';
+const lflHolder = async (namespace: string) => (await readLflLock(namespace))?.holder;
 const repo = join(import.meta.dirname, '../..');
-
-async function lockOwner(namespace: string): Promise<string | undefined> {
-  try {
-    const cm = await core.readNamespacedConfigMap({ name: LOCK, namespace });
-    return cm.metadata?.deletionTimestamp ? undefined : cm.metadata?.ownerReferences?.[0]?.name;
-  } catch (error) {
-    if (apiStatus(error) === 404) return undefined;
-    throw error;
-  }
-}
 
 const hookRestarts = (pod: V1Pod) => pod.status?.initContainerStatuses?.find((s) => s.name === RELEASE_HOOK_CONTAINER)?.restartCount ?? 0;
 
@@ -64,9 +54,7 @@ describe('the kube-apiserver restarts while the hooks watch', { skip: broughtOwn
 
   before(async () => {
     uninstall = await installLeaderhook();
-    ns = await createTestNamespace('e2e-apirestart', { ...INJECTION_LABEL, 'pod-security.kubernetes.io/enforce': 'restricted' });
-    await applyOperatorRbac(ns.name);
-    await grantReleaseHook(ns.name, 'test-operator');
+    ns = await createOperatorNamespace('e2e-apirestart', INJECTION_LABEL);
   });
   after(async () => {
     await ns?.cleanup();
@@ -75,7 +63,7 @@ describe('the kube-apiserver restarts while the hooks watch', { skip: broughtOwn
 
   test('no hook restarts, and a later delete is still released by R1', async (t) => {
     await apps.createNamespacedDeployment({ namespace: ns.name, body: operatorManifest('lfl-operator', { withoutPodNameEnv: true }) });
-    const leader = await waitFor('a leader', () => lockOwner(ns.name), 120_000);
+    const leader = await waitFor('a leader', () => lflHolder(ns.name), 120_000);
     await waitFor('both pods running', async () => (await operatorPods(ns.name)).filter((p) => p.status?.phase === 'Running').length === 2, 120_000);
 
     const pid = Number(readFileSync(pidFile, 'utf8').trim());
@@ -107,7 +95,7 @@ describe('the kube-apiserver restarts while the hooks watch', { skip: broughtOwn
       async () => {
         const pods = await operatorPods(ns.name);
         const ready = pods.filter((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-        const owner = await lockOwner(ns.name);
+        const owner = await lflHolder(ns.name);
         return ready.length === 2 && owner ? { pods, owner } : undefined;
       },
       120_000,
@@ -136,7 +124,7 @@ describe('the kube-apiserver restarts while the hooks watch', { skip: broughtOwn
     const next = await waitFor(
       'a new leader',
       async () => {
-        const owner = await lockOwner(ns.name);
+        const owner = await lflHolder(ns.name);
         return owner && owner !== current ? owner : undefined;
       },
       120_000,

@@ -11,22 +11,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import { applyOperatorRbac, OPERATOR_CONTAINER, operatorManifest, RELEASE_HOOK_CONTAINER } from '../support/failover.ts';
-import { apiStatus, apps, core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
-import { grantReleaseHook, INJECTION_LABEL, installLeaderhook } from '../support/leaderhook.ts';
-
-const LOCK = 'lfl-operator-lock';
-
-async function lockOwner(namespace: string): Promise<{ name: string; uid: string; lockUid: string } | undefined> {
-  try {
-    const cm = await core.readNamespacedConfigMap({ name: LOCK, namespace });
-    const owner = cm.metadata?.ownerReferences?.[0];
-    return owner && !cm.metadata?.deletionTimestamp ? { name: owner.name, uid: owner.uid, lockUid: cm.metadata?.uid as string } : undefined;
-  } catch (error) {
-    if (apiStatus(error) === 404) return undefined;
-    throw error;
-  }
-}
+import { OPERATOR_CONTAINER, operatorManifest, RELEASE_HOOK_CONTAINER } from '../support/failover.ts';
+import { apps, core, type TestNamespace, waitFor } from '../support/kube.ts';
+import { createOperatorNamespace, INJECTION_LABEL, installLeaderhook, readLflLock } from '../support/leaderhook.ts';
 
 const restarts = (pod: V1Pod, container: string) =>
   [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])].find((s) => s.name === container)?.restartCount ?? 0;
@@ -37,9 +24,7 @@ describe('the leader crashes and is restarted by the kubelet', () => {
 
   before(async () => {
     uninstall = await installLeaderhook();
-    ns = await createTestNamespace('e2e-crash', { ...INJECTION_LABEL, 'pod-security.kubernetes.io/enforce': 'restricted' });
-    await applyOperatorRbac(ns.name);
-    await grantReleaseHook(ns.name, 'test-operator');
+    ns = await createOperatorNamespace('e2e-crash', INJECTION_LABEL);
   });
   after(async () => {
     await ns?.cleanup();
@@ -51,17 +36,17 @@ describe('the leader crashes and is restarted by the kubelet', () => {
       namespace: ns.name,
       body: operatorManifest('lfl-operator', { withoutPodNameEnv: true, extraArgs: ['--crash-after=8s'] }),
     });
-    const first = await waitFor('a leader', () => lockOwner(ns.name), 120_000);
-    t.diagnostic(`leader ${first.name}; its operator exits 1 after 8 s`);
+    const first = await waitFor('a leader', () => readLflLock(ns.name), 120_000);
+    t.diagnostic(`leader ${first.holder}; its operator exits 1 after 8 s`);
 
     // Follow the lock until the leader's operator has crashed and runs again.
     const owners = new Set<string>();
     const restarted = await waitFor(
       "the leader's operator restarted and running again",
       async () => {
-        const owner = await lockOwner(ns.name);
-        owners.add(owner ? `${owner.name}/${owner.uid}/${owner.lockUid}` : 'no lock');
-        const pod = await core.readNamespacedPod({ name: first.name, namespace: ns.name });
+        const owner = await readLflLock(ns.name);
+        owners.add(owner ? `${owner.holder}/${owner.holderUid}/${owner.uid}` : 'no lock');
+        const pod = await core.readNamespacedPod({ name: first.holder, namespace: ns.name });
         const status = pod.status?.containerStatuses?.find((s) => s.name === OPERATOR_CONTAINER);
         return restarts(pod, OPERATOR_CONTAINER) >= 1 && status?.state?.running ? pod : undefined;
       },
@@ -70,13 +55,13 @@ describe('the leader crashes and is restarted by the kubelet', () => {
     );
     // a few seconds of the restarted operator leading
     for (let i = 0; i < 15; i++) {
-      const owner = await lockOwner(ns.name);
-      owners.add(owner ? `${owner.name}/${owner.uid}/${owner.lockUid}` : 'no lock');
+      const owner = await readLflLock(ns.name);
+      owners.add(owner ? `${owner.holder}/${owner.holderUid}/${owner.uid}` : 'no lock');
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     t.diagnostic(`operator restarts: ${restarts(restarted, OPERATOR_CONTAINER)}; lock owners seen: ${[...owners].join(', ')}`);
 
-    assert.deepEqual([...owners], [`${first.name}/${first.uid}/${first.lockUid}`], 'the same lock object, owned by the same pod, throughout');
+    assert.deepEqual([...owners], [`${first.holder}/${first.holderUid}/${first.uid}`], 'the same lock object, owned by the same pod, throughout');
     assert.equal(restarts(restarted, RELEASE_HOOK_CONTAINER), 0, 'the hook itself was not restarted');
     const events = await core.listNamespacedEvent({ namespace: ns.name });
     const releases = events.items.filter((e) => e.reason === 'LeaderLockReleased' || e.reason === 'LeaderLockWouldRelease');

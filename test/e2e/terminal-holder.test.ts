@@ -12,10 +12,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { CoreV1Event, V1ConfigMap, V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
 import { applyOperatorRbac, operatorManifest } from '../support/failover.ts';
-import { grantReleaseHook, INJECTION_LABEL, installLeaderhook } from '../support/leaderhook.ts';
+import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, readLflLock } from '../support/leaderhook.ts';
 
 const LOCK = 'lfl-operator-lock';
 const DEADLINE_SECONDS = 25;
@@ -26,14 +26,7 @@ function operatorPod(name: string, activeDeadlineSeconds?: number): V1Pod {
   return { metadata: { ...metadata, name }, spec: { ...spec!, restartPolicy: 'Never', ...(activeDeadlineSeconds ? { activeDeadlineSeconds } : {}) } };
 }
 
-async function lockOwner(namespace: string): Promise<string | undefined> {
-  try {
-    const cm: V1ConfigMap = await core.readNamespacedConfigMap({ name: LOCK, namespace });
-    return cm.metadata?.deletionTimestamp ? undefined : cm.metadata?.ownerReferences?.[0]?.name;
-  } catch {
-    return undefined;
-  }
-}
+const lockOwner = async (namespace: string) => (await readLflLock(namespace))?.holder;
 
 describe('a leader that ends Failed without being deleted (kubelet: activeDeadlineSeconds)', () => {
   let uninstall: (() => Promise<void>) | undefined;

@@ -13,7 +13,8 @@ import path from 'node:path';
 import type { V1Deployment, V1RoleBinding } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { createCertificateAuthority, issueServingCertificate, WEBHOOK_SERVICE_NAMES } from '../../src/webhook/devcerts.ts';
-import { admissionRegistration, apiStatus, apps, core, createTestNamespace, kubeconfigPath, rbac, waitFor } from './kube.ts';
+import { applyOperatorRbac } from './failover.ts';
+import { admissionRegistration, apiStatus, apps, core, createTestNamespace, kubeconfigPath, rbac, type TestNamespace, waitFor } from './kube.ts';
 
 const repo = path.join(import.meta.dirname, '../..');
 export const leaderhookImage = process.env.LEADERHOOK_TEST_IMAGE ?? 'leaderhook.test/leaderhook:dev';
@@ -187,4 +188,29 @@ export async function grantReleaseHook(namespace: string, serviceAccount: string
   binding.metadata = { ...binding.metadata, namespace };
   binding.subjects = [{ kind: 'ServiceAccount', name: serviceAccount, namespace }];
   await rbac.createNamespacedRoleBinding({ namespace, body: binding });
+}
+
+/** The leader-for-life lock of test/operators' lfl-operator, as it is now: its holder pod and UIDs; undefined when absent or being deleted. */
+export async function readLflLock(namespace: string): Promise<{ holder: string; holderUid: string; uid: string } | undefined> {
+  try {
+    const cm = await core.readNamespacedConfigMap({ name: 'lfl-operator-lock', namespace });
+    const owner = cm.metadata?.ownerReferences?.[0];
+    if (!owner || cm.metadata?.deletionTimestamp) return undefined;
+    return { holder: owner.name, holderUid: owner.uid, uid: cm.metadata?.uid as string };
+  } catch (error) {
+    if (apiStatus(error) === 404) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * A namespace for test/operators' operators under leaderhook: restricted Pod
+ * Security, `labels` (the injection mode), the operators' RBAC and the hook's
+ * Role bound to their ServiceAccount — in that order, as users must.
+ */
+export async function createOperatorNamespace(prefix: string, labels: Record<string, string>): Promise<TestNamespace> {
+  const ns = await createTestNamespace(prefix, { 'pod-security.kubernetes.io/enforce': 'restricted', ...labels });
+  await applyOperatorRbac(ns.name);
+  await grantReleaseHook(ns.name, 'test-operator');
+  return ns;
 }
