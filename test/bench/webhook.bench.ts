@@ -1,68 +1,163 @@
 /**
- * Throughput and latency of POST /mutate over TLS on loopback.
+ * POST /mutate under load, leaderhook against its peer: the same mutation
+ * written as an idiomatic controller-runtime webhook in Go
+ * (test/peers/webhook), both over TLS on 127.0.0.1, in the same run.
  *
- *   node test/bench/webhook.bench.ts [--requests 20000] [--concurrency 32] [--seconds 30] [--file <review.json>]
+ *   npm run bench:webhook [-- --quick] [--seconds 6] [--warmup 2] [--pods kubebuilder,large]
+ *     [--phases 100,500,2000,c1,c32] [--servers leaderhook,peer] [--root <checkout>] [--peer <binary>]
+ *     [--heap-for-limit 256] [--node-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"] [--json results.jsonl]
  *
- * The server runs in a child process (its own event loop and core, as in a
- * pod), with development certificates in a temporary directory and its log
- * lines written to /dev/null, so their cost is counted but not printed. The
- * client keeps `concurrency` keep-alive connections busy until `requests`
- * answers arrived or `seconds` passed, after a warm-up, and prints req/s and
- * latency percentiles. Loopback only.
+ * Each phase gets a fresh server process pinned to one core (`taskset -c 1`)
+ * while this client runs on the other (core 0): leaderhook as the image runs
+ * it (src/ compiled, `node dist/cli.js webhook`, NODE_ENV=production, its
+ * JSON log lines to /dev/null), the peer as `go build` makes it (zap JSON
+ * lines to /dev/null). Phases, for each pod (the kubebuilder pod of
+ * test/testdata/admission and a generated 271 KB pod, see webhook-pods.ts):
+ *   - 100, 500, 2000: open loop at that many requests/s over a pool of 32
+ *     keep-alive connections, latency from when a request was due;
+ *   - c1, c32: saturation, 1 or 32 connections sending back to back.
+ * A warm-up of the same load comes first and is not counted. The server's
+ * VmRSS and RssAnon (/proc/PID/status) are sampled every 50 ms over warm-up
+ * and run; the max is reported. The 1-minute load average is recorded at
+ * the start of every phase: other work on the machine shows there.
+ *
+ * --heap-for-limit gives leaderhook the V8 heap it gets in a container with
+ * that memory limit (see heapFlagsForLimit); --node-flags adds any node flag
+ * (with it, servers are stopped by SIGTERM, so a --cpu-prof is written).
+ * --root measures another checkout's src/ (e.g. an older commit extracted
+ * with `git archive`) with this checkout's node_modules. Loopback only; the
+ * servers are stopped by their PIDs.
  */
-import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { Agent, request } from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { appendFile } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
+import { goldenSettings } from '../support/injection-settings.ts';
+import { ensureDevCertificates } from '../../src/webhook/devcerts.ts';
+import { buildPeer, type ServerProcess, startPeer, startServerProcess } from '../peers/webhook/process.ts';
+import { closedLoop, type LoadResult, mutateRequest, openLoop, probe, type Target } from './webhook-client.ts';
+import { kubebuilderReview, largePodReview } from './webhook-pods.ts';
 
-const DEFAULT_REVIEW = new URL('../testdata/admission/kubebuilder-pod.review.json', import.meta.url);
+const repo = resolve(new URL('../../', import.meta.url).pathname);
 
-async function serve(certsDir: string): Promise<void> {
-  const { startWebhookServer } = await import('../../src/webhook/server.ts');
-  const logger = pino({ level: 'info', base: { component: 'webhook' } }, pino.destination({ dest: '/dev/null', sync: false }));
-  const webhook = await startWebhookServer({
-    host: '127.0.0.1',
-    port: 0,
-    certFile: join(certsDir, 'tls.crt'),
-    keyFile: join(certsDir, 'tls.key'),
-    dev: true,
-    certsDir,
-    bodyLimitBytes: 3 * 1024 * 1024,
-    logger,
-    injection: {
-      image: 'ghcr.io/leaderhook/leaderhook:bench',
-      imagePullPolicy: 'IfNotPresent',
-      version: '0.0.0-bench',
-      gracePeriodFloorSeconds: 10,
-      resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '64Mi' } },
-      observe: false,
-    },
-  });
-  process.send?.({ url: webhook.url });
-  process.on('message', async (message) => {
-    if (message !== 'stop') return;
-    const rssMiB = process.memoryUsage().rss / 1024 / 1024;
-    // Private memory, without the binary's and libraries' file-backed pages (Linux only).
-    const anon = /RssAnon:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
-    await webhook.close();
-    process.send?.({ rssMiB, rssAnonMiB: anon === undefined ? Number.NaN : Number(anon) / 1024 }, () => process.exit(0));
-  });
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    seconds: { type: 'string' },
+    warmup: { type: 'string' },
+    pods: { type: 'string', default: 'kubebuilder,large' },
+    phases: { type: 'string', default: '100,500,2000,c1,c32' },
+    servers: { type: 'string', default: 'leaderhook,peer' },
+    root: { type: 'string', default: repo },
+    peer: { type: 'string' },
+    'node-flags': { type: 'string', default: '' },
+    'heap-for-limit': { type: 'string' },
+    json: { type: 'string' },
+    'server-cpu': { type: 'string', default: '1' },
+    'client-cpu': { type: 'string', default: '0' },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (values.help) {
+  process.stdout.write(`${readFileSync(new URL(import.meta.url), 'utf8').split('*/')[0]}*/\n`);
+  process.exit(0);
 }
 
-function post(agent: Agent, url: string, body: Buffer): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}/mutate`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+const seconds = Number(values.seconds ?? (values.quick ? 1.5 : 6));
+const warmupSeconds = Number(values.warmup ?? (values.quick ? 0.5 : 2));
+const pods = values.pods.split(',').map((p) => p.trim());
+const phases = values.phases.split(',').map((p) => p.trim());
+const servers = values.servers.split(',').map((s) => s.trim()) as ('leaderhook' | 'peer')[];
+/**
+ * The V8 heap Node configures in a container with a memory limit of
+ * `limitMiB`: Node hands the cgroup limit to V8's
+ * ResourceConstraints::ConfigureDefaults, which makes the old generation
+ * limit / 4 × 2 (64-bit, no pointer compression) and a semi-space of old / 256
+ * up to 256 MiB of old generation (old / 128 above), at least 1 MiB and at most
+ * 32. This machine sets no limit, so V8 sizes itself for all its memory
+ * (semi-spaces of up to 64 MiB here); `--heap-for-limit 256` runs leaderhook
+ * with the heap it gets under deploy/'s `limits: {memory: 256Mi}`.
+ */
+function heapFlagsForLimit(limitMiB: number): string[] {
+  const old = (limitMiB / 4) * 2;
+  const semi = Math.min(32, Math.max(1, Math.floor(old / (old <= 256 ? 256 : 128))));
+  return [`--max-old-space-size=${old}`, `--max-semi-space-size=${semi}`];
+}
+
+const nodeFlags = [
+  ...(values['heap-for-limit'] === undefined ? [] : heapFlagsForLimit(Number(values['heap-for-limit']))),
+  ...values['node-flags'].split(/\s+/).filter(Boolean),
+];
+if (!(seconds > 0 && warmupSeconds >= 0)) throw new Error('--seconds must be positive and --warmup not negative');
+for (const p of phases) if (!/^(\d+|c\d+)$/.test(p)) throw new Error(`--phases: "${p}" is neither a rate (500) nor a connection count (c32)`);
+for (const p of pods) if (p !== 'kubebuilder' && p !== 'large') throw new Error(`--pods: "${p}" is not kubebuilder or large`);
+for (const s of servers) if (s !== 'leaderhook' && s !== 'peer') throw new Error(`--servers: "${s}" is not leaderhook or peer`);
+
+/** Connections of the open-loop pool, and the answers the drain waits for at the end of a phase. */
+const OPEN_LOOP_CONNECTIONS = 32;
+const RSS_SAMPLE_MS = 50;
+
+/** Compiles `root`/src as the image build does, into a scratch directory that resolves this checkout's node_modules. */
+function compileLeaderhook(root: string, into: string): string {
+  const out = join(into, 'leaderhook');
+  try {
+    execFileSync(join(repo, 'node_modules/.bin/tsc'), ['-p', join(root, 'tsconfig.build.json'), '--outDir', join(out, 'dist')], { encoding: 'utf8' });
+  } catch (error) {
+    // tsc exits non-zero on a type error but still emits; a missing cli.js is what matters.
+    if (!existsSync(join(out, 'dist/cli.js'))) throw new Error(`compiling ${root}/src: ${String((error as { stdout?: string }).stdout ?? error)}`);
+  }
+  symlinkSync(join(repo, 'node_modules'), join(out, 'node_modules'));
+  copyFileSync(join(root, 'package.json'), join(out, 'package.json'));
+  return join(out, 'dist/cli.js');
+}
+
+function readStatus(pid: number): { rssKiB: number; anonKiB: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return { rssKiB: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN), anonKiB: Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) };
+}
+
+/**
+ * Nanoseconds the threads of `pid` have spent runnable but waiting for a CPU
+ * (the second field of /proc/PID/task/TID/schedstat): time other processes
+ * on the server's core took from it.
+ */
+function runQueueWaitNs(pid: number): number {
+  let wait = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      wait += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]);
+    } catch {
+      // the thread ended
+    }
+  }
+  return wait;
+}
+
+/** Max VmRSS and RssAnon of `pid` while `work` runs. */
+async function sampled<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; rssMiB: number; anonMiB: number }> {
+  let rss = 0;
+  let anon = 0;
+  const sample = () => {
+    try {
+      const s = readStatus(pid);
+      rss = Math.max(rss, s.rssKiB);
+      anon = Math.max(anon, s.anonKiB);
+    } catch {
+      // the process is gone; the load result says so
+    }
+  };
+  sample();
+  const timer = setInterval(sample, RSS_SAMPLE_MS);
+  try {
+    const result = await work();
+    sample();
+    return { result, rssMiB: rss / 1024, anonMiB: anon / 1024 };
+  } finally {
+    clearInterval(timer);
+  }
 }
 
 function percentile(sorted: Float64Array, p: number): number {
@@ -70,85 +165,193 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
-async function run(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      requests: { type: 'string', default: '20000' },
-      concurrency: { type: 'string', default: '32' },
-      seconds: { type: 'string', default: '30' },
-      file: { type: 'string', default: DEFAULT_REVIEW.pathname },
-    },
-  });
-  const total = Number(values.requests);
-  const concurrency = Number(values.concurrency);
-  const seconds = Number(values.seconds);
-  if (!(total > 0 && concurrency > 0 && seconds > 0)) throw new Error('--requests, --concurrency and --seconds must be positive numbers');
-  const body = readFileSync(values.file);
+interface Row {
+  pod: string;
+  /** Milliseconds per second the server was runnable but another process had its core (see runQueueWaitNs). */
+  serverWaitMsPerS?: number;
+  phase: string;
+  server: string;
+  reqPerS: number;
+  p50: number;
+  p99: number;
+  max: number;
+  rssMiB: number;
+  anonMiB: number;
+  count: number;
+  notOk: number;
+  failed: number;
+  unsent: number;
+  clientCpu: number;
+  sendLagP99: number;
+  load1: number;
+  /** Open loop: the rate was held (answers ≥ 98 % of requests due, none left unsent). */
+  sustained: boolean;
+}
 
-  const certsDir = await mkdtemp(join(tmpdir(), 'leaderhook-bench-'));
-  const child = fork(new URL(import.meta.url).pathname, ['--serve', certsDir], { stdio: 'inherit' });
+function summarize(pod: string, phase: string, server: string, load: LoadResult, rssMiB: number, anonMiB: number, load1: number): Row {
+  const sorted = load.latencies.subarray(0, load.count).sort();
+  // An unsent request had waited unsentLatencyMs at the end: max is at least that.
+  const max = Math.max(sorted.at(-1) ?? 0, load.unsentLatencyMs);
+  const due = phase.startsWith('c') ? load.count : Math.round(Number(phase) * seconds);
+  return {
+    pod,
+    phase,
+    server,
+    reqPerS: load.count / load.elapsedS,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    max,
+    rssMiB,
+    anonMiB,
+    count: load.count,
+    notOk: load.notOk,
+    failed: load.failed,
+    unsent: load.unsent,
+    clientCpu: load.clientCpu,
+    sendLagP99: load.sendLagP99Ms,
+    load1,
+    sustained: phase.startsWith('c') || (load.unsent === 0 && load.count >= 0.98 * due),
+  };
+}
+
+async function runPhase(target: Target, request: Buffer, phase: string, duration: number): Promise<LoadResult> {
+  if (phase.startsWith('c')) return closedLoop(target, request, Number(phase.slice(1)), duration);
+  return openLoop(target, request, Number(phase), duration, OPEN_LOOP_CONNECTIONS);
+}
+
+/** The server answers this review with 200, allowed and a patch: the phase measures real work. */
+function checkAnswer(server: string, status: number, body: Buffer): void {
+  const text = body.toString('utf8');
+  if (status !== 200) throw new Error(`${server} answered ${status}: ${text.slice(0, 300)}`);
+  const response = (JSON.parse(text) as { response?: { allowed?: boolean; patch?: string } }).response;
+  if (response?.allowed !== true || !response.patch) throw new Error(`${server} did not answer with a patch: ${text.slice(0, 300)}`);
+}
+
+const fmt = (v: number, digits = 2) => (Number.isFinite(v) ? v.toFixed(digits) : '-');
+
+async function main(): Promise<void> {
+  if (cpus().length < 2) throw new Error('needs 2 cores: one for the server, one for the client');
+  // The client (this process, all its threads) on its own core.
+  execFileSync('taskset', ['-a', '-p', '-c', values['client-cpu'], String(process.pid)], { stdio: 'ignore' });
+
+  const scratch = mkdtempSync(join(tmpdir(), 'leaderhook-bench-webhook-'));
+  const startLoad = loadavg();
+  const rows: Row[] = [];
   try {
-    const { url } = await new Promise<{ url: string }>((resolve, reject) => {
-      child.once('message', (m) => resolve(m as { url: string }));
-      child.once('exit', (code) => reject(new Error(`the server exited with code ${code} before serving`)));
-    });
-    const ca = await readFile(join(certsDir, 'ca.crt'));
-    const agent = new Agent({ keepAlive: true, maxSockets: concurrency, ca });
+    await ensureDevCertificates(scratch, pino({ level: 'silent' }), ['127.0.0.1']);
+    const certFile = join(scratch, 'tls.crt');
+    const keyFile = join(scratch, 'tls.key');
+    const ca = readFileSync(join(scratch, 'ca.crt'));
+    const cli = servers.includes('leaderhook') ? compileLeaderhook(resolve(values.root), scratch) : '';
+    const peerBinary = servers.includes('peer') ? (values.peer ?? (await buildPeer(scratch))) : '';
+    const settings = goldenSettings;
+    const version = (JSON.parse(readFileSync(join(resolve(values.root), 'package.json'), 'utf8')) as { version: string }).version;
 
-    const warmup = Math.min(2000, Math.ceil(total / 10));
-    const latencies = new Float64Array(total);
-    let sent = 0;
-    let done = 0;
-    let failures = 0;
-    let notOk = 0;
-    let deadline = Number.POSITIVE_INFINITY;
-
-    const worker = async (count: () => boolean, record: boolean) => {
-      while (count()) {
-        const started = process.hrtime.bigint();
-        try {
-          const status = await post(agent, url, body);
-          if (status !== 200) notOk += 1;
-        } catch {
-          failures += 1;
-        }
-        if (record) latencies[done++] = Number(process.hrtime.bigint() - started) / 1e6;
-      }
+    const start = (server: 'leaderhook' | 'peer'): Promise<ServerProcess> => {
+      const common = { certFile, keyFile, ca, settings: { ...settings, version }, cpus: values['server-cpu'] };
+      if (server === 'peer') return startPeer(peerBinary, common);
+      return startServerProcess(
+        process.execPath,
+        (port) => [
+          ...nodeFlags,
+          cli,
+          'webhook',
+          `--listen=127.0.0.1:${port}`,
+          `--tls-cert-file=${certFile}`,
+          `--tls-key-file=${keyFile}`,
+          `--hook-image=${settings.image}`,
+          `--hook-image-pull-policy=${settings.imagePullPolicy}`,
+        ],
+        { ...common, env: { PATH: process.env.PATH, NODE_ENV: 'production', LEADERHOOK_LOG_LEVEL: 'info' } },
+      );
     };
 
-    let warmed = 0;
-    await Promise.all(Array.from({ length: concurrency }, () => worker(() => warmed++ < warmup, false)));
-
-    const started = performance.now();
-    deadline = started + seconds * 1000;
-    await Promise.all(Array.from({ length: concurrency }, () => worker(() => sent++ < total && performance.now() < deadline, true)));
-    const elapsedS = (performance.now() - started) / 1000;
-
-    const sorted = latencies.subarray(0, done).sort();
-    const rss = await new Promise<{ rssMiB: number; rssAnonMiB: number }>((resolve) => {
-      child.once('message', (m) => resolve(m as { rssMiB: number; rssAnonMiB: number }));
-      child.send('stop');
-    });
-    await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve(undefined)));
-    agent.destroy();
-    const ms = (v: number) => `${v.toFixed(2)} ms`;
+    const bodies: Record<string, Buffer> = { kubebuilder: kubebuilderReview(), large: largePodReview() };
     console.log(
-      [
-        `review: ${values.file} (${body.length} bytes), concurrency ${concurrency}, warm-up ${warmup}`,
-        `requests: ${done} in ${elapsedS.toFixed(2)} s (non-200: ${notOk}, failed: ${failures})`,
-        `throughput: ${(done / elapsedS).toFixed(0)} req/s`,
-        `latency: p50 ${ms(percentile(sorted, 50))}, p90 ${ms(percentile(sorted, 90))}, p99 ${ms(percentile(sorted, 99))}, max ${ms(sorted.at(-1) ?? Number.NaN)}`,
-        `server memory at the end: RSS ${rss.rssMiB.toFixed(0)} MiB, private (RssAnon) ${rss.rssAnonMiB.toFixed(0)} MiB (running .ts: includes type stripping)`,
-      ].join('\n'),
+      `# webhook benchmark: ${servers.join(' vs ')}, ${seconds} s per phase after ${warmupSeconds} s warm-up; nproc ${cpus().length}, ` +
+        `load average ${startLoad.map((l) => l.toFixed(2)).join(' ')} at the start; server on core ${values['server-cpu']}, client on core ${values['client-cpu']}` +
+        `${nodeFlags.length > 0 ? `; leaderhook's node flags: ${nodeFlags.join(' ')}` : ''}`,
+    );
+    for (const pod of pods) {
+      const body = bodies[pod]!;
+      const request = mutateRequest(body);
+      for (const phase of phases) {
+        for (const server of servers) {
+          const load1 = loadavg()[0]!;
+          const running = await start(server);
+          try {
+            const target = { port: Number(new URL(running.url).port), ca };
+            const answer = await probe(target, request);
+            checkAnswer(server, answer.status, answer.body);
+            let waitNs = 0;
+            const { result, rssMiB, anonMiB } = await sampled(running.pid, async () => {
+              if (warmupSeconds > 0) await runPhase(target, request, phase, warmupSeconds);
+              const waitBefore = runQueueWaitNs(running.pid);
+              const load = await runPhase(target, request, phase, seconds);
+              waitNs = runQueueWaitNs(running.pid) - waitBefore;
+              return load;
+            });
+            const row = { ...summarize(pod, phase, server, result, rssMiB, anonMiB, load1), serverWaitMsPerS: waitNs / 1e6 / result.elapsedS };
+            rows.push(row);
+            console.log(
+              `${pod} ${phase.padStart(4)} ${server.padEnd(10)} ${fmt(row.reqPerS, 0).padStart(6)} req/s  p50 ${fmt(row.p50)}  p99 ${fmt(row.p99)}  max ${fmt(row.max)} ms  ` +
+                `RSS ${fmt(row.rssMiB, 0)} MiB (anon ${fmt(row.anonMiB, 0)})  client CPU ${fmt(row.clientCpu * 100, 0)} %, send lag p99 ${fmt(row.sendLagP99)} ms  ` +
+                `server waited ${fmt(row.serverWaitMsPerS, 0)} ms/s for its core  load ${fmt(load1)}` +
+                `${row.notOk || row.failed || row.unsent ? `  non-200 ${row.notOk}, failed ${row.failed}, unsent ${row.unsent}` : ''}${row.sustained ? '' : '  NOT SUSTAINED'}`,
+            );
+            if (values.json)
+              await appendFile(values.json, `${JSON.stringify({ ...row, seconds, warmupSeconds, bodyBytes: body.length, root: values.root })}\n`);
+          } finally {
+            if (values['node-flags'] !== '') await running.stop();
+            else {
+              // Nothing of a graceful shutdown is measured; leaderhook's takes 2 s of readiness delay.
+              running.child.kill('SIGKILL');
+              await running.stop();
+            }
+          }
+        }
+      }
+    }
+    printTables(rows, bodies);
+    console.log(
+      `\nload average at the end: ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
     );
   } finally {
-    if (child.exitCode === null) child.kill();
-    await rm(certsDir, { recursive: true, force: true });
+    rmSync(scratch, { recursive: true, force: true });
   }
 }
 
-if (process.argv[2] === '--serve' && process.argv[3]) {
-  await serve(process.argv[3]);
-} else {
-  await run();
+function printTables(rows: Row[], bodies: Record<string, Buffer>): void {
+  const label = (phase: string) => (phase.startsWith('c') ? `saturation, ${phase.slice(1)} conn.` : `${phase} req/s`);
+  for (const pod of pods) {
+    console.log(`\n## ${pod} pod (${bodies[pod]!.length} bytes)\n`);
+    console.log(
+      '| load | server | req/s | p50 ms | p99 ms | max ms | VmRSS max MiB | RssAnon max MiB | client CPU | client send lag p99 ms | server core taken ms/s | load avg |',
+    );
+    console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    for (const r of rows.filter((x) => x.pod === pod)) {
+      const note = r.sustained ? '' : ' (not sustained)';
+      console.log(
+        `| ${label(r.phase)} | ${r.server} | ${fmt(r.reqPerS, 0)}${note} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.max)} | ${fmt(r.rssMiB, 0)} | ${fmt(r.anonMiB, 0)} | ${fmt(r.clientCpu * 100, 0)} % | ${r.phase.startsWith('c') ? '-' : fmt(r.sendLagP99)} | ${fmt(r.serverWaitMsPerS ?? Number.NaN, 0)} | ${fmt(r.load1)} |`,
+      );
+    }
+  }
+  if (!(servers.includes('leaderhook') && servers.includes('peer'))) return;
+  console.log('\n## leaderhook / peer\n');
+  console.log('| pod | load | req/s | p99 | VmRSS max |');
+  console.log('| --- | --- | ---: | ---: | ---: |');
+  for (const pod of pods) {
+    for (const phase of phases) {
+      const ours = rows.find((r) => r.pod === pod && r.phase === phase && r.server === 'leaderhook');
+      const theirs = rows.find((r) => r.pod === pod && r.phase === phase && r.server === 'peer');
+      if (!ours || !theirs) continue;
+      console.log(
+        `| ${pod} | ${label(phase)} | ${fmt(ours.reqPerS / theirs.reqPerS)}× | ${fmt(ours.p99 / theirs.p99)}× | ${fmt(ours.rssMiB / theirs.rssMiB)}× |`,
+      );
+    }
+  }
 }
+
+await main();

@@ -4,7 +4,7 @@
 // from files and HTTP/2 disabled as kubebuilder scaffolds it. It does the same
 // mutation as src/injector (see inject.go) and exists to be compared with
 // leaderhook: for equality by test/peers/webhook/equality.test.ts and for
-// speed and memory by test/bench/webhook-peer.bench.ts. Not shipped.
+// speed and memory by test/bench/webhook.bench.ts. Not shipped.
 package main
 
 import (
