@@ -24,11 +24,15 @@ export type InjectionReason = 'injected' | 'updated' | 'alreadyInjected' | 'opte
 export interface InjectionResult {
   reason: InjectionReason;
   message: string;
-  /** JSON Patch (RFC 6902) against the submitted object; empty when nothing changes. */
+  /** JSON Patch (RFC 6902) against the submitted object; empty when nothing changes. Its values are shared with `pod`. */
   patch: Operation[];
   /** Shown to the user by kubectl (AdmissionResponse.warnings). */
   warnings: string[];
-  /** The pod after the patch; the submitted pod when nothing changes. */
+  /**
+   * The pod after the patch; the submitted pod when nothing changes. It shares
+   * every part the injector left alone with the submitted pod: treat both as
+   * read-only.
+   */
   pod: V1Pod;
 }
 
