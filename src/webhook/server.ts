@@ -11,7 +11,6 @@ import type { InjectionSettings } from '../injector/types.ts';
 import { workloadWarnings } from '../injector/workloads.ts';
 import type { Logger } from '../log.ts';
 import { createWebhookApp, type Injector, type WorkloadChecker } from './app.ts';
-import { DEFAULT_DEV_HOSTS, ensureDevCertificates } from './devcerts.ts';
 import { createWebhookMetrics, type WebhookMetrics } from './metrics.ts';
 import { type CertificateSource, createCertificateSource } from './tls.ts';
 
@@ -74,6 +73,9 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const metrics = createWebhookMetrics();
 
   if (options.dev) {
+    // Loaded only here: selfsigned and its X.509 stack are ~200 modules and
+    // ~15 MiB of memory that a webhook serving cert-manager's files never needs.
+    const { DEFAULT_DEV_HOSTS, ensureDevCertificates } = await import('./devcerts.ts');
     const files = await ensureDevCertificates(options.certsDir, logger, options.devHosts ?? DEFAULT_DEV_HOSTS);
     if (resolve(files.certFile) !== resolve(certFile) || resolve(files.keyFile) !== resolve(keyFile)) {
       logger.warn(
