@@ -25,6 +25,7 @@ import {
   type WebhookMetrics,
   workloadOutcomeOf,
 } from './metrics.ts';
+import { parseReviewJson } from './review-json.ts';
 
 /** The injector's contract (src/injector): pure, throws only on a bug. */
 export type Injector = (pod: unknown, settings: InjectionSettings) => InjectionResult;
@@ -54,6 +55,25 @@ export const INJECTOR_ERROR_WARNING =
 export const WORKLOAD_ERROR_WARNING = "leaderhook: this object's pod template could not be checked (internal webhook error; see the webhook logs)";
 
 const JSON_TYPE = 'application/json';
+
+/** JSON is UTF-8, -16 or -32 (RFC 7159 8.1); UTF-32 is not among the encodings TextDecoder knows, and no API server sends it. */
+const JSON_CHARSETS = new Set(['utf-8', 'utf-16', 'utf-16le', 'utf-16be']);
+
+/** The charset parameter of a Content-Type's lowercased parameters, unquoted. */
+function charsetOf(parameters: readonly string[]): string | undefined {
+  return parameters
+    .find((p) => p.startsWith('charset='))
+    ?.slice('charset='.length)
+    .replace(/^"(.*)"$/, '$1');
+}
+
+/** The body as UTF-8 bytes: as sent, or re-encoded from UTF-16. */
+function utf8Body(req: Request): Buffer {
+  const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+  const charset = charsetOf((req.get('content-type') ?? '').split(';').map((part) => part.trim().toLowerCase()));
+  if (charset === undefined || charset === 'utf-8') return body;
+  return Buffer.from(new TextDecoder(charset).decode(body), 'utf8');
+}
 
 function sendProblem(res: Response, status: number, message: string): void {
   res.status(status).json({ error: message });
@@ -197,20 +217,29 @@ export function createWebhookApp(options: WebhookAppOptions): express.Express {
     if (!hasBody) return reject(req, res, 400, `the request body is empty; expected an AdmissionReview (${JSON_TYPE})`);
     const contentType = req.get('content-type');
     if (contentType === undefined) return reject(req, res, 415, `Content-Type is missing; it must be ${JSON_TYPE}`);
-    const mediaType = contentType.split(';', 1)[0]?.trim().toLowerCase();
+    const [mediaType, ...parameters] = contentType.split(';').map((part) => part.trim().toLowerCase());
     if (mediaType !== JSON_TYPE) {
       return reject(req, res, 415, `Content-Type must be ${JSON_TYPE}, got ${JSON.stringify(contentType)}`);
     }
+    const charset = charsetOf(parameters);
+    if (charset !== undefined && !JSON_CHARSETS.has(charset)) return reject(req, res, 415, `unsupported charset "${charset.toUpperCase()}"`);
     next();
   };
 
-  // strict: false lets a body that is JSON but not an object reach the decoder, which says what it is.
-  const parseJson = express.json({ limit: bodyLimitBytes, type: JSON_TYPE, strict: false });
+  // The body's bytes (inflated and limited by body-parser); parseReviewJson decodes and parses
+  // them without managedFields, which no answer depends on and which cost most of the parse.
+  const readBody = express.raw({ limit: bodyLimitBytes, type: JSON_TYPE });
 
   const mutate: RequestHandler = (req, res) => {
+    let body: unknown;
+    try {
+      body = parseReviewJson(utf8Body(req));
+    } catch (error) {
+      return reject(req, res, 400, `the request body is not valid JSON: ${(error as Error).message}`);
+    }
     let request: AdmissionRequest;
     try {
-      request = decodeAdmissionReview(req.body).request;
+      request = decodeAdmissionReview(body).request;
     } catch (error) {
       if (error instanceof AdmissionDecodeError) return reject(req, res, 400, error.message);
       throw error;
@@ -228,7 +257,7 @@ export function createWebhookApp(options: WebhookAppOptions): express.Express {
     res.status(200).json(decision.answer);
   };
 
-  app.post('/mutate', startTimer, requireJson, parseJson, mutate);
+  app.post('/mutate', startTimer, requireJson, readBody, mutate);
   app.all('/mutate', (req, res) => {
     res.set('Allow', 'POST');
     reject(req, res, 405, `method ${req.method} is not allowed on /mutate; use POST`);
@@ -263,8 +292,6 @@ export function createWebhookApp(options: WebhookAppOptions): express.Express {
     switch (type) {
       case 'entity.too.large':
         return reject(req, res, 413, `the request body is larger than the limit of ${bodyLimitBytes} bytes`);
-      case 'entity.parse.failed':
-        return reject(req, res, 400, `the request body is not valid JSON: ${error.message}`);
       case 'encoding.unsupported':
       case 'charset.unsupported':
         return reject(req, res, 415, error.message);
