@@ -122,7 +122,9 @@ function readStatus(pid: number): { rssKiB: number; anonKiB: number } {
 /**
  * Nanoseconds the threads of `pid` have spent runnable but waiting for a CPU
  * (the second field of /proc/PID/task/TID/schedstat): time other processes
- * on the server's core took from it.
+ * on the server's core took from it, and time its own threads took from each
+ * other on that one core (Node's V8 GC and compiler workers and libuv pool;
+ * Go's runtime threads).
  */
 function runQueueWaitNs(pid: number): number {
   let wait = 0;
@@ -134,6 +136,14 @@ function runQueueWaitNs(pid: number): number {
     }
   }
   return wait;
+}
+
+/** Steal time of `cpu` (/proc/stat, in USER_HZ ticks of 10 ms): time the hypervisor gave this virtual core to someone else. */
+function stealTicks(cpu: string): number {
+  const line = readFileSync('/proc/stat', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`cpu${cpu} `));
+  return Number(line?.split(/\s+/)[8] ?? Number.NaN);
 }
 
 /** Max VmRSS and RssAnon of `pid` while `work` runs. */
@@ -169,6 +179,8 @@ interface Row {
   pod: string;
   /** Milliseconds per second the server was runnable but another process had its core (see runQueueWaitNs). */
   serverWaitMsPerS?: number;
+  /** Milliseconds per second of steal time on the server's core (see stealTicks). */
+  stealMsPerS?: number;
   phase: string;
   server: string;
   reqPerS: number;
@@ -284,19 +296,26 @@ async function main(): Promise<void> {
             const answer = await probe(target, request);
             checkAnswer(server, answer.status, answer.body);
             let waitNs = 0;
+            let steal = 0;
             const { result, rssMiB, anonMiB } = await sampled(running.pid, async () => {
               if (warmupSeconds > 0) await runPhase(target, request, phase, warmupSeconds);
               const waitBefore = runQueueWaitNs(running.pid);
+              const stealBefore = stealTicks(values['server-cpu']);
               const load = await runPhase(target, request, phase, seconds);
               waitNs = runQueueWaitNs(running.pid) - waitBefore;
+              steal = stealTicks(values['server-cpu']) - stealBefore;
               return load;
             });
-            const row = { ...summarize(pod, phase, server, result, rssMiB, anonMiB, load1), serverWaitMsPerS: waitNs / 1e6 / result.elapsedS };
+            const row = {
+              ...summarize(pod, phase, server, result, rssMiB, anonMiB, load1),
+              serverWaitMsPerS: waitNs / 1e6 / result.elapsedS,
+              stealMsPerS: (steal * 10) / result.elapsedS,
+            };
             rows.push(row);
             console.log(
               `${pod} ${phase.padStart(4)} ${server.padEnd(10)} ${fmt(row.reqPerS, 0).padStart(6)} req/s  p50 ${fmt(row.p50)}  p99 ${fmt(row.p99)}  max ${fmt(row.max)} ms  ` +
                 `RSS ${fmt(row.rssMiB, 0)} MiB (anon ${fmt(row.anonMiB, 0)})  client CPU ${fmt(row.clientCpu * 100, 0)} %, send lag p99 ${fmt(row.sendLagP99)} ms  ` +
-                `server waited ${fmt(row.serverWaitMsPerS, 0)} ms/s for its core  load ${fmt(load1)}` +
+                `server waited ${fmt(row.serverWaitMsPerS, 0)} ms/s for its core, steal ${fmt(row.stealMsPerS, 0)} ms/s  load ${fmt(load1)}` +
                 `${row.notOk || row.failed || row.unsent ? `  non-200 ${row.notOk}, failed ${row.failed}, unsent ${row.unsent}` : ''}${row.sustained ? '' : '  NOT SUSTAINED'}`,
             );
             if (values.json)
@@ -328,13 +347,13 @@ function printTables(rows: Row[], bodies: Record<string, Buffer>): void {
   for (const pod of pods) {
     console.log(`\n## ${pod} pod (${bodies[pod]!.length} bytes)\n`);
     console.log(
-      '| load | server | req/s | p50 ms | p99 ms | max ms | VmRSS max MiB | RssAnon max MiB | client CPU | client send lag p99 ms | server core taken ms/s | load avg |',
+      '| load | server | req/s | p50 ms | p99 ms | max ms | VmRSS max MiB | RssAnon max MiB | client CPU | client send lag p99 ms | server waited for its core ms/s | steal ms/s | load avg |',
     );
-    console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
     for (const r of rows.filter((x) => x.pod === pod)) {
       const note = r.sustained ? '' : ' (not sustained)';
       console.log(
-        `| ${label(r.phase)} | ${r.server} | ${fmt(r.reqPerS, 0)}${note} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.max)} | ${fmt(r.rssMiB, 0)} | ${fmt(r.anonMiB, 0)} | ${fmt(r.clientCpu * 100, 0)} % | ${r.phase.startsWith('c') ? '-' : fmt(r.sendLagP99)} | ${fmt(r.serverWaitMsPerS ?? Number.NaN, 0)} | ${fmt(r.load1)} |`,
+        `| ${label(r.phase)} | ${r.server} | ${fmt(r.reqPerS, 0)}${note} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.max)} | ${fmt(r.rssMiB, 0)} | ${fmt(r.anonMiB, 0)} | ${fmt(r.clientCpu * 100, 0)} % | ${r.phase.startsWith('c') ? '-' : fmt(r.sendLagP99)} | ${fmt(r.serverWaitMsPerS ?? Number.NaN, 0)} | ${fmt(r.stealMsPerS ?? Number.NaN, 0)} | ${fmt(r.load1)} |`,
       );
     }
   }
