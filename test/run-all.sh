@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm test`: everything, in the order that fails fastest.
 #   1. type-check, lint, format check
-#   2. unit, golden and HTTP tests (no cluster)
+#   2. unit, golden and HTTP tests (no cluster), and the webhook peer's equality
 #   3. the local Kubernetes cluster (built from the official Go modules) comes up,
 #      the test images are built and imported, and the integration and
 #      end-to-end tests run inside the cluster's network namespace
@@ -52,6 +52,12 @@ step_done
 step "Go tests of the test tooling (images, operators)"
 (cd test/images && go test ./...) || status=1
 (cd test/operators && go test ./...) || status=1
+step_done
+
+# The Go controller-runtime peer of bench:webhook must patch every golden pod
+# as leaderhook does (loopback only; the first build takes minutes).
+step "webhook peer: same patched pods as leaderhook"
+run_tests peer -- test/peers/webhook/equality.test.ts
 step_done
 
 if [[ "${LEADERHOOK_SKIP_CLUSTER:-}" != 1 ]]; then

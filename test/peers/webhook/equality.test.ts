@@ -8,7 +8,7 @@
  *   node_modules/.bin/node --test test/peers/webhook/equality.test.ts
  *
  * Needs `go` (the build uses the Go module proxy on a cold cache and takes
- * minutes on 2 cores). Not part of `npm test`.
+ * minutes on 2 cores). `npm test` runs it after the unit tests.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
