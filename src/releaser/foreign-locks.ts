@@ -22,12 +22,14 @@ export interface Tracker {
   /** Metadata only, as the watch delivered it. */
   cm: ConfigMap;
   readonly owner: OwnerReference;
-  /** The full object read live at `verifiedRv`, when it is a lock (no data): its preconditions guard the delete. */
+  /**
+   * The full object read live at `verifiedRv` when it is a lock (no data):
+   * its preconditions guard the delete. Unset after a read that found data —
+   * the pod's own configuration, never released, never reported.
+   */
   lock?: ConfigMap;
   /** The metadata resourceVersion the last live read was made for. */
   verifiedRv?: string;
-  /** The live read found data: the pod's own configuration, never released, never reported. */
-  notALock?: boolean;
   /** When this pod started waiting for this holder (clock ms). */
   readonly since: number;
   failures: number;
@@ -147,7 +149,7 @@ export class ForeignLocks implements ForeignLockSink {
   async #verify(t: Tracker): Promise<boolean> {
     const ctx = this.#ctx;
     const rv = t.cm.metadata?.resourceVersion;
-    if (t.verifiedRv === rv) return !t.notALock;
+    if (t.verifiedRv === rv) return t.lock !== undefined;
     let full: ConfigMap;
     try {
       full = await ctx.client.getConfigMap(ctx.ns, t.name, backgroundRequest(ctx));
@@ -167,8 +169,7 @@ export class ForeignLocks implements ForeignLockSink {
       return false;
     }
     t.verifiedRv = rv;
-    t.notALock = !owner;
-    if (t.notALock) {
+    if (!owner) {
       t.lock = undefined;
       ctx.metrics.clearWaiting(t.name);
       ctx.log.debug({ lock: `ConfigMap/${t.name}`, holder: t.owner.name }, 'ConfigMap owned by a pod carries data: not a lock, left to garbage collection');

@@ -24,12 +24,11 @@ export interface ForeignLockSink {
 }
 
 /**
- * A ConfigMap of this pod that may be a lock. `meta` is what the metadata-only
- * watch delivered; `verified` is the last full version read live that is a
- * lock of this pod (no data), whose uid and resourceVersion guard the delete.
+ * A ConfigMap of this pod that may be a lock: `verified` is the last full
+ * version read live that is a lock of this pod (no data), whose uid and
+ * resourceVersion guard the delete; unset until that read succeeds.
  */
 interface OwnLock {
-  meta: ConfigMap;
   verified?: ConfigMap;
 }
 
@@ -174,11 +173,8 @@ export class OwnLocks implements OwnCandidates {
     }
     const known = this.#locks.get(name);
     this.#foreign.forget(name);
-    if (known?.verified && known.verified.metadata?.resourceVersion === cm.metadata?.resourceVersion) {
-      known.meta = cm;
-      return;
-    }
-    const entry: OwnLock = { meta: cm, ...(known?.verified ? { verified: known.verified } : {}) };
+    if (known?.verified && known.verified.metadata?.resourceVersion === cm.metadata?.resourceVersion) return;
+    const entry: OwnLock = known?.verified ? { verified: known.verified } : {};
     this.#locks.set(name, entry);
     void this.#verify(name, entry);
   }

@@ -99,7 +99,6 @@ export class WaitReporter {
 
   /** Whether this pod waits for the lock: pinned to it, or (discovering) holds none and runs the same workload as the holder. */
   #isStandbyFor(t: Tracker): boolean {
-    if (t.notALock) return false;
     const lockName = this.#own.lockName;
     if (lockName) return t.name === lockName;
     if (this.#own.holdsLock || !this.#ownPod || !t.holder || t.holder === notFound) return false;
