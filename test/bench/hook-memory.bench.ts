@@ -13,9 +13,9 @@
  * namespace, and prints one table row per namespace size.
  */
 import { parseArgs } from 'node:util';
-import '../support/kube.ts';
 import { admin, createFakeNode, createLock, createNamespace, createPod, deleteNode, sleep, type TestNamespace } from '../integration/releaser/harness.ts';
 import { compile, rssAnonKiB, startHookProcess } from '../integration/releaser/hook-process.ts';
+import { median } from './stats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -89,8 +89,6 @@ async function measure(node: string, size: number): Promise<Row> {
     await ns.cleanup();
   }
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 const node = await createFakeNode();
 try {

@@ -11,7 +11,6 @@
  * to run outside the cluster's network namespace.
  */
 import { parseArgs } from 'node:util';
-import '../support/kube.ts';
 import {
   admin,
   configMapGone,
@@ -26,6 +25,7 @@ import {
   waitFor,
 } from '../integration/releaser/harness.ts';
 import { compile, startHookProcess } from '../integration/releaser/hook-process.ts';
+import { percentile } from './stats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -42,11 +42,6 @@ const trials = Number(values.trials);
 if (!Number.isInteger(trials) || trials < 1) throw new Error(`--trials must be a positive whole number, got ${values.trials}`);
 const nodeFlags = values['node-flags'].split(/\s+/).filter(Boolean);
 const cli = compile();
-
-const percentile = (xs: number[], p: number) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number;
-};
 
 const node = await createFakeNode();
 const ns = await createNamespace('lh-r1-bench');

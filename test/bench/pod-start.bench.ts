@@ -28,6 +28,7 @@ import { applyOperatorRbac, operatorManifest } from '../support/failover.ts';
 import { goldenSettings } from '../support/injection-settings.ts';
 import { core, createTestNamespace, waitFor } from '../support/kube.ts';
 import { grantReleaseHook, leaderhookImage } from '../support/leaderhook.ts';
+import { percentile } from './stats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -84,11 +85,6 @@ function containerRssAnonMiB(containerId: string): number {
     .find((l) => l.startsWith('RssAnon:'));
   return Number(/(\d+)/.exec(line ?? '')?.[1]) / 1024;
 }
-
-const percentile = (xs: number[], p: number) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-};
 
 const ns = await createTestNamespace('bench-start', { 'pod-security.kubernetes.io/enforce': 'restricted' });
 try {

@@ -38,9 +38,9 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { goldenSettings } from '../support/injection-settings.ts';
 import { ensureDevCertificates } from '../../src/webhook/devcerts.ts';
 import { buildPeer, type ServerProcess, startPeer, startServerProcess } from '../peers/webhook/process.ts';
+import { goldenSettings } from '../support/injection-settings.ts';
 import { closedLoop, type LoadResult, mutateRequest, openLoop, probe, type Target } from './webhook-client.ts';
 import { kubebuilderReview, largePodReview } from './webhook-pods.ts';
 

@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { V1Deployment, V1RoleBinding } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { createCertificateAuthority, issueServingCertificate, WEBHOOK_SERVICE_NAMES } from '../../src/webhook/devcerts.ts';
-import { applyOperatorRbac } from './failover.ts';
+import { applyOperatorRbac, lflLock } from './failover.ts';
 import { admissionRegistration, apiStatus, apps, core, createTestNamespace, kubeconfigPath, rbac, type TestNamespace, waitFor } from './kube.ts';
 
 const repo = path.join(import.meta.dirname, '../..');
@@ -193,7 +193,7 @@ export async function grantReleaseHook(namespace: string, serviceAccount: string
 /** The leader-for-life lock of test/operators' lfl-operator, as it is now: its holder pod and UIDs; undefined when absent or being deleted. */
 export async function readLflLock(namespace: string): Promise<{ holder: string; holderUid: string; uid: string } | undefined> {
   try {
-    const cm = await core.readNamespacedConfigMap({ name: 'lfl-operator-lock', namespace });
+    const cm = await core.readNamespacedConfigMap({ name: lflLock.name, namespace });
     const owner = cm.metadata?.ownerReferences?.[0];
     if (!owner || cm.metadata?.deletionTimestamp) return undefined;
     return { holder: owner.name, holderUid: owner.uid, uid: cm.metadata?.uid as string };

@@ -1,0 +1,10 @@
+/** Summaries the benchmarks print, defined once so their tables mean the same thing. */
+
+/** The nearest-rank percentile: the smallest value with at least p % of the values at or below it. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] as number;
+}
+
+export const median = (values: readonly number[]): number => percentile(values, 50);
