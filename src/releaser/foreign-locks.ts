@@ -138,7 +138,10 @@ export class ForeignLocks implements ForeignLockSink {
     t.holder = holder;
     t.decision = decision;
     if (decision.release) await this.#release(t, t.owner.name === ctx.podName ? 'R0' : decision.rule, decision.message);
-    else t.failures = 0;
+    else {
+      t.failures = 0;
+      ctx.log.debug({ lock: `ConfigMap/${t.name}`, holder: t.owner.name, holderState: decision.state }, `holder read live: ${decision.message}; lock kept`);
+    }
     return true;
   }
 

@@ -270,8 +270,14 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
       const h = await hook(ns, standby);
       await h.releaser.ready;
       for (const c of cases) await setPodStatus(ns.name, c.pod, c.phase, c.reason, c.live);
-      await sleep(2_000);
-      for (const c of cases) assert.equal(await configMapGone(ns.name, `${c.pod}-lock`), false, `${c.pod} kept`);
+      // Evidence that the hook read each holder in its terminal-but-running state and decided to wait.
+      for (const c of cases) {
+        await waitFor(
+          `the hook's decision on ${c.pod}`,
+          async () => logsWith(h.logs, (l) => l.holder === c.pod && l.holderState === 'terminalContainersNotTerminated' && /lock kept$/.test(l.msg))[0],
+        );
+        assert.equal(await configMapGone(ns.name, `${c.pod}-lock`), false, `${c.pod} kept`);
+      }
       // The watch is live: once the kubelet would report everything terminated, the lock goes.
       await setPodStatus(ns.name, 'h-manager', 'Failed', 'Evicted');
       await waitFor('lock released once all containers terminated', () => configMapGone(ns.name, 'h-manager-lock'));
@@ -387,7 +393,7 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
       await Promise.all([h.releaser.ready, leaderHook.releaser.ready]);
       const line = await waitFor(
         'the standby logs the healthy holder',
-        async () => logsWith(h.logs, (l) => l.holder === 'op-leader' && l.holderState === 'running')[0],
+        async () => logsWith(h.logs, (l) => l.holder === 'op-leader' && l.holderState === 'running' && /Running and Ready: waiting$/.test(l.msg))[0],
         10_000,
       );
       assert.equal(typeof line.waitedSeconds, 'number');
