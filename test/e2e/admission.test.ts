@@ -84,6 +84,25 @@ describe('admission: workload warnings, and webhook outages that leave no operat
     clean.metadata = { ...clean.metadata, name: 'clean', namespace: ns.name };
     clean.spec.replicas = 0;
     assert.deepEqual(kubectlWithWarnings(['apply', '-f', '-'], JSON.stringify(clean)).warnings, [], 'nothing to say, nothing said');
+    // The ReplicaSets the Deployment controller writes are never sent (matchConditions: not controller-owned).
+    await waitFor(
+      'the Deployment controller to create both ReplicaSets',
+      async () => (await apps.listNamespacedReplicaSet({ namespace: ns.name })).items.length >= 2,
+      60_000,
+    );
+    const reviewed = kubectl(['-n', SYSTEM, 'logs', '-l', 'app.kubernetes.io/component=webhook', '--tail=-1'])
+      .split('\n')
+      .flatMap((line) => {
+        try {
+          return [JSON.parse(line) as { namespace?: string; kind?: string }];
+        } catch {
+          return [];
+        }
+      })
+      .filter((line) => line.namespace === ns.name)
+      .map((line) => line.kind);
+    assert.ok(reviewed.includes('Deployment'), `the webhook reviewed the Deployments: ${reviewed.join(', ')}`);
+    assert.ok(!reviewed.includes('ReplicaSet'), `a controller-owned ReplicaSet was sent to the webhook: ${reviewed.join(', ')}`);
   });
 
   test('required: refused while down, healed when back; pods that set POD_NAME always run; enabled: always created', async (t) => {

@@ -26,6 +26,11 @@ describe('deploy/mutatingwebhookconfiguration.yaml', () => {
     );
     assert.deepEqual(registered.sort(), WORKLOAD_KINDS.map((k) => `${k.group}/${k.version}/${k.resource}`).sort());
     for (const rule of workloads.rules ?? []) assert.deepEqual(rule.operations, ['CREATE', 'UPDATE']);
+    assert.deepEqual(
+      workloads.matchConditions?.map((c) => c.name),
+      ['not-controller-owned'],
+      "a controller's ReplicaSets and Jobs are not sent: their owner was checked",
+    );
   });
 
   it('injects pods of enabled and required namespaces, fails closed only in required ones, and never for its own or kube-system', () => {
