@@ -5,7 +5,7 @@
  *
  *   npm run bench:webhook [-- --quick] [--seconds 6] [--warmup 8] [--pods kubebuilder,large]
  *     [--phases 100,500,2000,c1,c32] [--servers leaderhook,peer] [--root <checkout>] [--peer <binary>]
- *     [--heap-for-limit 256] [--node-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"] [--json results.jsonl]
+ *     [--memory-limit 256] [--node-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"] [--json results.jsonl]
  *
  * Each phase gets a fresh server process pinned to one core (`taskset -c 1`)
  * while this client runs on the other (core 0): leaderhook as the image runs
@@ -24,8 +24,13 @@
  * and run; the max is reported. The 1-minute load average is recorded at
  * the start of every phase: other work on the machine shows there.
  *
- * --heap-for-limit gives leaderhook the V8 heap it gets in a container with
- * that memory limit (see heapFlagsForLimit); --node-flags adds any node flag
+ * --memory-limit runs leaderhook in a memory cgroup with that limit, as a
+ * container with `limits.memory` runs it (memory-cgroup.ts: the kernel
+ * charges and OOM-kills, and Node hands the limit to V8, which sizes its heap
+ * from it: 1 MiB semi-spaces and its smallest old generation, 256 MiB, for
+ * any limit up to 1 GiB; with no limit this machine's 24 GiB give semi-spaces
+ * of up to 64 MiB) and reports the cgroup's peak charge and OOM kills per
+ * phase (root only); --node-flags adds any node flag
  * (with it, servers are stopped by SIGTERM, so a --cpu-prof is written).
  * --root measures another checkout's src/ (e.g. an older commit extracted
  * with `git archive`) with this checkout's node_modules. Loopback only; the
@@ -39,6 +44,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { ensureDevCertificates } from '../../src/webhook/devcerts.ts';
+import { createMemoryCgroup, type MemoryCgroup } from './memory-cgroup.ts';
 import { buildPeer, type ServerProcess, startPeer, startServerProcess } from '../peers/webhook/process.ts';
 import { goldenSettings } from '../support/injection-settings.ts';
 import { closedLoop, type LoadResult, mutateRequest, openLoop, probe, type Target } from './webhook-client.ts';
@@ -57,7 +63,7 @@ const { values } = parseArgs({
     root: { type: 'string', default: repo },
     peer: { type: 'string' },
     'node-flags': { type: 'string', default: '' },
-    'heap-for-limit': { type: 'string' },
+    'memory-limit': { type: 'string' },
     json: { type: 'string' },
     'server-cpu': { type: 'string', default: '1' },
     'client-cpu': { type: 'string', default: '0' },
@@ -74,26 +80,11 @@ const warmupSeconds = Number(values.warmup ?? (values.quick ? 0.5 : 8));
 const pods = values.pods.split(',').map((p) => p.trim());
 const phases = values.phases.split(',').map((p) => p.trim());
 const servers = values.servers.split(',').map((s) => s.trim()) as ('leaderhook' | 'peer')[];
-/**
- * The V8 heap Node configures in a container with a memory limit of
- * `limitMiB`: Node hands the cgroup limit to V8's
- * ResourceConstraints::ConfigureDefaults, which makes the old generation
- * limit / 4 × 2 (64-bit, no pointer compression) and a semi-space of old / 256
- * up to 256 MiB of old generation (old / 128 above), at least 1 MiB and at most
- * 32. This machine sets no limit, so V8 sizes itself for all its memory
- * (semi-spaces of up to 64 MiB here); `--heap-for-limit 256` runs leaderhook
- * with the heap it gets under deploy/'s `limits: {memory: 256Mi}`.
- */
-function heapFlagsForLimit(limitMiB: number): string[] {
-  const old = (limitMiB / 4) * 2;
-  const semi = Math.min(32, Math.max(1, Math.floor(old / (old <= 256 ? 256 : 128))));
-  return [`--max-old-space-size=${old}`, `--max-semi-space-size=${semi}`];
+const nodeFlags = values['node-flags'].split(/\s+/).filter(Boolean);
+const memoryLimitMiB = values['memory-limit'] === undefined ? undefined : Number(values['memory-limit']);
+if (memoryLimitMiB !== undefined && !(Number.isInteger(memoryLimitMiB) && memoryLimitMiB >= 32)) {
+  throw new Error(`--memory-limit must be a whole number of MiB, at least 32; got ${values['memory-limit']}`);
 }
-
-const nodeFlags = [
-  ...(values['heap-for-limit'] === undefined ? [] : heapFlagsForLimit(Number(values['heap-for-limit']))),
-  ...values['node-flags'].split(/\s+/).filter(Boolean),
-];
 if (!(seconds > 0 && warmupSeconds >= 0)) throw new Error('--seconds must be positive and --warmup not negative');
 for (const p of phases) if (!/^(\d+|c\d+)$/.test(p)) throw new Error(`--phases: "${p}" is neither a rate (500) nor a connection count (c32)`);
 for (const p of pods) if (p !== 'kubebuilder' && p !== 'large') throw new Error(`--pods: "${p}" is not kubebuilder or large`);
@@ -199,6 +190,9 @@ interface Row {
   clientCpu: number;
   sendLagP99: number;
   load1: number;
+  /** With --memory-limit: the leaderhook server's cgroup peak charge (MiB) and the processes OOM-killed in it. */
+  cgroupPeakMiB?: number;
+  oomKills?: number;
   /** Open loop: the rate was held (answers ≥ 98 % of requests due, none left unsent). */
   sustained: boolean;
 }
@@ -262,12 +256,16 @@ async function main(): Promise<void> {
     const settings = goldenSettings;
     const version = (JSON.parse(readFileSync(join(resolve(values.root), 'package.json'), 'utf8')) as { version: string }).version;
 
-    const start = (server: 'leaderhook' | 'peer'): Promise<ServerProcess> => {
+    let cgroups = 0;
+    const start = async (server: 'leaderhook' | 'peer'): Promise<ServerProcess & { cgroup?: MemoryCgroup }> => {
       const common = { certFile, keyFile, ca, settings: { ...settings, version }, cpus: values['server-cpu'] };
       if (server === 'peer') return startPeer(peerBinary, common);
-      return startServerProcess(
-        process.execPath,
+      const cgroup = memoryLimitMiB === undefined ? undefined : createMemoryCgroup(`leaderhook-bench-${process.pid}-${cgroups++}`, memoryLimitMiB);
+      const [command, ...prefix] = cgroup ? cgroup.wrap([process.execPath]) : [process.execPath];
+      const running = await startServerProcess(
+        command!,
         (port) => [
+          ...prefix,
           ...nodeFlags,
           cli,
           'webhook',
@@ -278,7 +276,11 @@ async function main(): Promise<void> {
           `--hook-image-pull-policy=${settings.imagePullPolicy}`,
         ],
         { ...common, env: { PATH: process.env.PATH, NODE_ENV: 'production', LEADERHOOK_LOG_LEVEL: 'info' } },
-      );
+      ).catch((error) => {
+        cgroup?.remove();
+        throw error;
+      });
+      return { ...running, cgroup };
     };
 
     const bodies: Record<string, Buffer> = { kubebuilder: kubebuilderReview(), large: largePodReview() };
@@ -313,12 +315,14 @@ async function main(): Promise<void> {
               ...summarize(pod, phase, server, result, rssMiB, anonMiB, load1),
               serverWaitMsPerS: waitNs / 1e6 / result.elapsedS,
               stealMsPerS: (steal * 10) / result.elapsedS,
+              ...(running.cgroup ? { cgroupPeakMiB: running.cgroup.peakMiB(), oomKills: running.cgroup.oomKills() } : {}),
             };
             rows.push(row);
             console.log(
               `${pod} ${phase.padStart(4)} ${server.padEnd(10)} ${fmt(row.reqPerS, 0).padStart(6)} req/s  p50 ${fmt(row.p50)}  p99 ${fmt(row.p99)}  max ${fmt(row.max)} ms  ` +
                 `RSS ${fmt(row.rssMiB, 0)} MiB (anon ${fmt(row.anonMiB, 0)})  client CPU ${fmt(row.clientCpu * 100, 0)} %, send lag p99 ${fmt(row.sendLagP99)} ms  ` +
                 `server waited ${fmt(row.serverWaitMsPerS, 0)} ms/s for its core, steal ${fmt(row.stealMsPerS, 0)} ms/s  load ${fmt(load1)}` +
+                `${row.cgroupPeakMiB === undefined ? '' : `  cgroup peak ${fmt(row.cgroupPeakMiB, 0)} of ${memoryLimitMiB} MiB, OOM kills ${row.oomKills}`}` +
                 `${row.notOk || row.failed || row.unsent ? `  non-200 ${row.notOk}, failed ${row.failed}, unsent ${row.unsent}` : ''}${row.sustained ? '' : '  NOT SUSTAINED'}`,
             );
             if (values.json)
@@ -330,6 +334,7 @@ async function main(): Promise<void> {
               running.child.kill('SIGKILL');
               await running.stop();
             }
+            running.cgroup?.remove();
           }
         }
       }
@@ -346,17 +351,18 @@ async function main(): Promise<void> {
 }
 
 function printTables(rows: Row[], bodies: Record<string, Buffer>): void {
+  const cgroupColumns = memoryLimitMiB !== undefined;
   const label = (phase: string) => (phase.startsWith('c') ? `saturation, ${phase.slice(1)} conn.` : `${phase} req/s`);
   for (const pod of pods) {
     console.log(`\n## ${pod} pod (${bodies[pod]!.length} bytes)\n`);
     console.log(
-      '| load | server | req/s | p50 ms | p99 ms | max ms | VmRSS max MiB | RssAnon max MiB | client CPU | client send lag p99 ms | server waited for its core ms/s | steal ms/s | load avg |',
+      `| load | server | req/s | p50 ms | p99 ms | max ms | VmRSS max MiB | RssAnon max MiB | client CPU | client send lag p99 ms | server waited for its core ms/s | steal ms/s | load avg |${cgroupColumns ? ` cgroup peak MiB (limit ${memoryLimitMiB}) | OOM kills |` : ''}`,
     );
-    console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    console.log(`| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |${cgroupColumns ? ' ---: | ---: |' : ''}`);
     for (const r of rows.filter((x) => x.pod === pod)) {
       const note = r.sustained ? '' : ' (not sustained)';
       console.log(
-        `| ${label(r.phase)} | ${r.server} | ${fmt(r.reqPerS, 0)}${note} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.max)} | ${fmt(r.rssMiB, 0)} | ${fmt(r.anonMiB, 0)} | ${fmt(r.clientCpu * 100, 0)} % | ${r.phase.startsWith('c') ? '-' : fmt(r.sendLagP99)} | ${fmt(r.serverWaitMsPerS ?? Number.NaN, 0)} | ${fmt(r.stealMsPerS ?? Number.NaN, 0)} | ${fmt(r.load1)} |`,
+        `| ${label(r.phase)} | ${r.server} | ${fmt(r.reqPerS, 0)}${note} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.max)} | ${fmt(r.rssMiB, 0)} | ${fmt(r.anonMiB, 0)} | ${fmt(r.clientCpu * 100, 0)} % | ${r.phase.startsWith('c') ? '-' : fmt(r.sendLagP99)} | ${fmt(r.serverWaitMsPerS ?? Number.NaN, 0)} | ${fmt(r.stealMsPerS ?? Number.NaN, 0)} | ${fmt(r.load1)} |${cgroupColumns ? ` ${fmt(r.cgroupPeakMiB ?? Number.NaN, 0)} | ${r.oomKills ?? '-'} |` : ''}`,
       );
     }
   }
