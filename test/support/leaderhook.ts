@@ -123,8 +123,12 @@ export function renderWithImage(image: string, pullPolicy: string): string {
   }
 }
 
-/** Applies deploy/ and waits until the webhook injects pods; returns an uninstall. */
-export async function installLeaderhook(): Promise<() => Promise<void>> {
+/**
+ * Applies deploy/ and waits until the webhook injects pods; returns an
+ * uninstall. The webhook logs at debug level for the tests' diagnostics
+ * unless `debugLog` is false (benchmarks measure the image as shipped).
+ */
+export async function installLeaderhook({ debugLog = true }: { debugLog?: boolean } = {}): Promise<() => Promise<void>> {
   // A namespace left Terminating by an earlier run would refuse new objects.
   await admissionRegistration.deleteMutatingWebhookConfiguration({ name: 'leaderhook' }).catch(() => {});
   await deleteNamespaceAndWait(NAMESPACE);
@@ -135,7 +139,7 @@ export async function installLeaderhook(): Promise<() => Promise<void>> {
     .filter((o) => o && o.kind !== 'Issuer' && o.kind !== 'Certificate');
 
   for (const object of objects) {
-    if (object.kind === 'Deployment') setEnv(object as unknown as V1Deployment, { LEADERHOOK_LOG_LEVEL: 'debug' });
+    if (object.kind === 'Deployment' && debugLog) setEnv(object as unknown as V1Deployment, { LEADERHOOK_LOG_LEVEL: 'debug' });
     if (object.kind === 'MutatingWebhookConfiguration') {
       for (const webhook of (object as unknown as { webhooks: { clientConfig: { caBundle?: string } }[] }).webhooks) {
         webhook.clientConfig.caBundle = Buffer.from(ca.cert).toString('base64');
