@@ -23,7 +23,9 @@ if [[ ! -x "$bin" ]]; then
 		ldflags+=" -X $pkg.buildDate=1970-01-01T00:00:00Z"
 	done
 	echo "building $bin (cold: 20-40 minutes on 2 cores; log: $CACHE/build-$key.log)" >&2
-	if ! (cd "$here" && go build -trimpath -ldflags="$ldflags" -o "$bin.tmp" ./cmd/kubecluster) >"$CACHE/build-$key.log" 2>&1; then
+	# -x and -v write a line per module fetched and per package compiled, so
+	# that progress can be followed in the log (npm run demo does).
+	if ! (cd "$here" && go mod download -x && go build -v -trimpath -ldflags="$ldflags" -o "$bin.tmp" ./cmd/kubecluster) >"$CACHE/build-$key.log" 2>&1; then
 		tail -n 30 "$CACHE/build-$key.log" >&2
 		die "go build ./cmd/kubecluster failed (full log: $CACHE/build-$key.log)"
 	fi

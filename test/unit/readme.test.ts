@@ -13,5 +13,5 @@ test('README opens with the run and test commands', () => {
     .split('\n')
     .slice(0, 8)
     .join('\n');
-  assert.match(head, /```sh\nnpm ci && npm start[^\n]*\nnpm ci && npm test/);
+  assert.match(head, /```sh\nnpm ci && npm run demo[^\n]*\nnpm ci && npm test/);
 });
