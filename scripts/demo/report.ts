@@ -6,12 +6,13 @@
 import type { Outcome, OperatorName } from './scenario.ts';
 
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+const after = (ms: number | undefined) => (ms === undefined ? 'never' : `+${s(ms)}`);
 
 const rows: { label: string; value: (o: Outcome) => string }[] = [
-  { label: 'lock freed', value: (o) => `+${s(o.lockFreedMs)}` },
+  { label: 'lock freed', value: (o) => after(o.lockFreedMs) },
   { label: 'freed by', value: (o) => o.freedBy },
-  { label: 'old pod gone', value: (o) => `+${s(o.oldPodGoneMs)}` },
-  { label: 'new leader', value: (o) => `+${s(o.newLeaderMs)}  (${o.newLeader})` },
+  { label: 'old pod gone', value: (o) => after(o.oldPodGoneMs) },
+  { label: 'new leader', value: (o) => `${after(o.newLeaderMs)}  (${o.newLeader ?? 'none'})` },
 ];
 
 const operatorTitle: Record<OperatorName, string> = {
@@ -21,6 +22,8 @@ const operatorTitle: Record<OperatorName, string> = {
 
 /** One line on what the difference means; honest where leaderhook's lock came free but the operator's own retry decided. */
 function verdict(operator: OperatorName, withHook: Outcome, without: Outcome): string {
+  if (withHook.newLeaderMs === undefined || withHook.lockFreedMs === undefined) return 'no new leader with leaderhook';
+  if (without.newLeaderMs === undefined || without.lockFreedMs === undefined) return 'without leaderhook the lock was never freed';
   const freedSooner = without.lockFreedMs - withHook.lockFreedMs;
   if (withHook.newLeaderMs < without.newLeaderMs) {
     return `new leader ${(without.newLeaderMs / withHook.newLeaderMs).toFixed(1)}× sooner with leaderhook (lock free ${s(freedSooner)} earlier)`;

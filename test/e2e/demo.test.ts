@@ -46,7 +46,7 @@ test('npm run demo: with leaderhook the hook frees both locks by R1; without, th
     assert.match(hooked.freedBy, /rule R1/);
     // The GC cannot act before the pod object is gone: freed earlier, it was the hook.
     assert.ok(
-      hooked.lockFreedMs < hooked.oldPodGoneMs,
+      hooked.lockFreedMs !== undefined && hooked.oldPodGoneMs !== undefined && hooked.lockFreedMs < hooked.oldPodGoneMs,
       `${operator}: lock freed (${hooked.lockFreedMs} ms) before the old pod was gone (${hooked.oldPodGoneMs} ms)`,
     );
   }
@@ -62,12 +62,19 @@ test('npm run demo: with leaderhook the hook frees both locks by R1; without, th
   );
   const lfl = find('lfl-operator', false);
   assert.match(lfl.freedBy, /garbage collector/);
-  assert.ok(lfl.lockFreedMs >= lfl.oldPodGoneMs, `without leaderhook the lock (${lfl.lockFreedMs} ms) outlived the pod object (${lfl.oldPodGoneMs} ms)`);
+  assert.ok(
+    lfl.lockFreedMs !== undefined && lfl.oldPodGoneMs !== undefined && lfl.lockFreedMs >= lfl.oldPodGoneMs,
+    `without leaderhook the lock (${lfl.lockFreedMs} ms) outlived the pod object (${lfl.oldPodGoneMs} ms)`,
+  );
   const lease = find('lease-operator', false);
   assert.match(lease.freedBy, /Lease ran out/);
-  assert.ok(lease.newLeaderMs > find('lease-operator', true).newLeaderMs, 'the Lease operator fails over sooner with leaderhook');
+  const hookedLease = find('lease-operator', true).newLeaderMs;
+  assert.ok(
+    lease.newLeaderMs !== undefined && hookedLease !== undefined && lease.newLeaderMs > hookedLease,
+    `the Lease operator fails over sooner with leaderhook (${hookedLease} ms against ${lease.newLeaderMs} ms)`,
+  );
 
   const text = report(outcomes);
-  for (const o of outcomes) assert.ok(text.includes(o.newLeader), `the report names new leader ${o.newLeader}`);
+  for (const o of outcomes) assert.ok(o.newLeader && text.includes(o.newLeader), `the report names new leader ${o.newLeader}`);
   t.diagnostic(text);
 });

@@ -1,0 +1,167 @@
+/**
+ * One failover trial of a two-replica operator Deployment, read off a
+ * recording (test/support/failover.ts): wait for a steady leader, delete it,
+ * and follow the failover to its new leader, with the time of every phase.
+ * Shared by `npm run demo` (scripts/demo) and `npm run bench:failover`
+ * (test/bench/failover.bench.ts), which run several operators in one
+ * namespace: everything here is per operator (pods by name prefix, the lock
+ * by name), never "any pod of the namespace".
+ */
+import {
+  heartbeats,
+  hookSigtermLine,
+  type LeaderLock,
+  lastRenewal,
+  leaseLock,
+  lflLock,
+  logOf,
+  loggedBy,
+  type Mark,
+  mark,
+  operatorExited,
+  type Recording,
+  releaseEvents,
+  waitForNewLeaderRunning,
+  waitForRecorded,
+} from './failover.ts';
+
+export type OperatorName = 'lfl-operator' | 'lease-operator';
+
+export function lockOf(operator: OperatorName): LeaderLock<unknown> {
+  return (operator === 'lfl-operator' ? lflLock : leaseLock) as LeaderLock<unknown>;
+}
+
+/**
+ * The pod that leads `operator` now: it holds the lock, wrote 10 heartbeats
+ * since `since`, and another replica logged "trying" since then (a standby
+ * is in place). With `since` the end of the last trial, this is the steady
+ * state the next trial starts from.
+ */
+export async function waitForLeader(recording: Recording, operator: OperatorName, description: string, since = 0, timeoutMs = 120_000): Promise<string> {
+  const lock = lockOf(operator);
+  return waitForRecorded(
+    recording,
+    `${operator} in ${description} to have a leader and a standby`,
+    async () => {
+      const holder = lock.holderOf(lock.events(recording).at(-1)?.object);
+      if (!holder) return undefined;
+      const beats = heartbeats(recording, lock.heartbeat).filter((beat) => beat.holder === holder && beat.at >= since).length;
+      const standby = loggedBy(recording, 'trying').some((line) => line.pod.startsWith(`${operator}-`) && line.pod !== holder && line.at >= since);
+      return beats >= 10 && standby && holder;
+    },
+    timeoutMs,
+  );
+}
+
+/** A failover as it happened; `*Ms` are milliseconds after the delete was issued, undefined where it did not happen (in time). */
+export interface TrialOutcome {
+  operator: OperatorName;
+  oldLeader: string;
+  newLeader?: string;
+  deleteIssued: number;
+  operatorExitedMs?: number;
+  hookSigtermMs?: number;
+  lockFreedMs?: number;
+  /** What freed the lock: the hook's rule, the garbage collector, the Lease running out; "not freed" when nothing did in time. */
+  freedBy: string;
+  oldPodGoneMs?: number;
+  newLeaderMs?: number;
+  /** Every phase as absolute times (ms since the epoch), for a timeline. */
+  marks: Mark[];
+}
+
+const since = (at: number | undefined, zero: number) => (at === undefined ? undefined : at - zero);
+
+/**
+ * Waits up to `timeoutMs` for another pod to hold `operator`'s lock and lead,
+ * then reads every phase off the recording. A failover that does not happen
+ * in time is an outcome too (no new leader), not an error: where the baseline
+ * deadlocks that is the result.
+ */
+export async function followFailover(
+  recording: Recording,
+  operator: OperatorName,
+  leader: string,
+  deleteIssued: number,
+  { timeoutMs, untilOldPodGone = true }: { timeoutMs: number; untilOldPodGone?: boolean },
+): Promise<TrialOutcome> {
+  const lock = lockOf(operator);
+  let newLeader: string | undefined;
+  let takenAt: number | undefined;
+  try {
+    const taken = await waitForRecorded(
+      recording,
+      `another pod to hold ${lock.kind}/${lock.name}`,
+      async () =>
+        lock.events(recording).find((event) => {
+          const holder = event.type === 'DELETED' ? undefined : lock.holderOf(event.object);
+          return event.at > deleteIssued && holder !== undefined && holder !== leader;
+        }),
+      timeoutMs,
+    );
+    newLeader = lock.holderOf(taken.object);
+    takenAt = taken.at;
+    if (newLeader) await waitForNewLeaderRunning(recording, lock, newLeader);
+    if (untilOldPodGone) {
+      const left = Math.max(1000, deleteIssued + timeoutMs - Date.now());
+      await waitForRecorded(recording, `pod ${leader} to be gone`, async () => podGoneAt(recording, leader), left);
+    }
+  } catch (error) {
+    if (!/timed out/.test((error as Error).message)) throw error;
+  }
+  const gone = podGoneAt(recording, leader);
+  const freed = lockFreedAt(recording, operator, leader, deleteIssued, takenAt);
+  const r1 = releaseEvents(recording, leader, 'R1')[0];
+  const freedBy =
+    freed === undefined
+      ? 'not freed'
+      : r1
+        ? 'release hook, rule R1 (SIGTERM after the operator stopped)'
+        : operator === 'lfl-operator'
+          ? 'garbage collector (after the pod object was gone)'
+          : `Lease ran out (last renewal + ${lastRenewal(recording, leader).durationSeconds ?? '?'} s)`;
+  const exited = operatorExited(recording, leader)?.at ?? logOf(recording, leader, 'stopped')?.at;
+  const sigterm = hookSigtermLine(recording, leader)?.at;
+  const became = newLeader ? (logOf(recording, newLeader, 'became leader')?.at ?? takenAt) : undefined;
+  return {
+    operator,
+    oldLeader: leader,
+    newLeader,
+    deleteIssued,
+    operatorExitedMs: since(exited, deleteIssued),
+    hookSigtermMs: since(sigterm, deleteIssued),
+    lockFreedMs: since(freed, deleteIssued),
+    freedBy,
+    oldPodGoneMs: since(gone, deleteIssued),
+    newLeaderMs: since(became, deleteIssued),
+    marks: [
+      ...mark('delete issued', deleteIssued),
+      ...mark('old operator exited', exited),
+      ...mark('release hook logged its SIGTERM decision', sigterm),
+      ...mark('lock freed', freed),
+      ...mark('old pod object gone', gone),
+      ...mark(`new leader ${newLeader} logged "became leader"`, became),
+    ],
+  };
+}
+
+function podGoneAt(recording: Recording, pod: string): number | undefined {
+  return recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === pod)?.at;
+}
+
+/**
+ * When the lock stopped naming the old leader: the ConfigMap's deletion, or
+ * the Lease written leaderless (the hook's release) — or, where nobody
+ * released the Lease, the moment it ran out, which no write records.
+ */
+function lockFreedAt(recording: Recording, operator: OperatorName, leader: string, since: number, takenAt: number | undefined): number | undefined {
+  if (operator === 'lfl-operator') {
+    return lflLock.events(recording).find((event) => event.at > since && event.type === 'DELETED')?.at;
+  }
+  const leaderless = leaseLock
+    .events(recording)
+    .find((event) => event.at > since && event.type !== 'DELETED' && leaseLock.holderOf(event.object) === undefined);
+  if (leaderless) return leaderless.at;
+  if (takenAt === undefined) return undefined;
+  return Math.min(lastRenewal(recording, leader).expiresAt ?? takenAt, takenAt);
+}
