@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm test`: everything, in the order that fails fastest.
 #   1. type-check, lint, format check
-#   2. unit, golden and HTTP tests (no cluster), and the webhook peer's equality
+#   2. unit, golden and HTTP tests (no cluster), the Helm chart against deploy/,
+#      and the webhook peer's equality
 #   3. the local Kubernetes cluster (built from the official Go modules) comes up,
 #      the test images are built and imported, and the integration and
 #      end-to-end tests run inside the cluster's network namespace
@@ -47,6 +48,16 @@ step_done
 
 step "unit, golden and HTTP tests"
 run_tests unit -- 'test/unit/**/*.test.ts'
+step_done
+
+# helm and kustomize come from the Go modules test/tools pins: kubectl, whose
+# kustomize the cluster tests use, exists only once the cluster is built.
+step "Helm chart: lint, goldens, the same objects as deploy/ (the first run builds helm and kustomize)"
+if bash test/tools/go-tool.sh helm >/dev/null && bash test/tools/go-tool.sh kustomize >/dev/null; then
+	run_tests chart -- 'test/chart/*.test.ts'
+else
+	status=1
+fi
 step_done
 
 step "Go tests of the test tooling (images, operators)"
