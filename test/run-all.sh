@@ -83,6 +83,7 @@ if [[ "${LEADERHOOK_SKIP_CLUSTER:-}" != 1 ]]; then
 		bash test/images/build-test-images.sh && bash test/operators/build.sh && bash scripts/build-local-image.sh || status=1
 		# Inside the cluster's network namespace nothing can be downloaded.
 		"$node" -e "import('./test/support/cert-manager.ts').then((m) => m.certManagerCrdDir())" || status=1
+		bash test/tools/go-tool.sh helm >/dev/null || status=1 # for test/e2e/helm.test.ts
 		step_done
 		step "integration and end-to-end tests (real cluster)"
 		in_cluster=()
