@@ -59,10 +59,7 @@ admission later.
 {{- $pem | b64enc -}}
 {{- end -}}
 
-{{/*
-clientConfig and namespaceSelector of an entry; (list $ MODES). The release's
-own namespace and kube-system are always excluded, whatever the user's selector.
-*/}}
+{{/* Where the API server sends reviews, and which CA it trusts without cert-manager. */}}
 {{- define "leaderhook.clientConfig" -}}
 clientConfig:
   service:
@@ -75,6 +72,11 @@ clientConfig:
   {{- end }}
 {{- end -}}
 
+{{/*
+The namespaceSelector of an entry: (list $ MODES), the injection modes it
+serves. The release's own namespace and kube-system are always excluded,
+whatever the user's selector adds.
+*/}}
 {{- define "leaderhook.namespaceSelector" -}}
 {{- $root := index . 0 -}}
 {{- $modes := index . 1 -}}
