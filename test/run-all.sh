@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm test`: everything, in the order that fails fastest.
 #   1. type-check, lint, format check
-#   2. unit, golden and HTTP tests (no cluster), and the webhook peer's equality
+#   2. unit, golden and HTTP tests (no cluster), the Helm chart against deploy/,
+#      and the webhook peer's equality
 #   3. the local Kubernetes cluster (built from the official Go modules) comes up,
 #      the test images are built and imported, and the integration and
 #      end-to-end tests run inside the cluster's network namespace
@@ -49,6 +50,16 @@ step "unit, golden and HTTP tests"
 run_tests unit -- 'test/unit/**/*.test.ts'
 step_done
 
+# helm and kustomize come from the Go modules test/tools pins: kubectl, whose
+# kustomize the cluster tests use, exists only once the cluster is built.
+step "Helm chart: lint, goldens, the same objects as deploy/ (the first run builds helm and kustomize)"
+if bash test/tools/go-tool.sh helm >/dev/null && bash test/tools/go-tool.sh kustomize >/dev/null; then
+	run_tests chart -- 'test/chart/*.test.ts'
+else
+	status=1
+fi
+step_done
+
 step "Go tests of the test tooling (images, operators)"
 (cd test/images && go test ./...) || status=1
 (cd test/operators && go test ./...) || status=1
@@ -72,6 +83,7 @@ if [[ "${LEADERHOOK_SKIP_CLUSTER:-}" != 1 ]]; then
 		bash test/images/build-test-images.sh && bash test/operators/build.sh && bash scripts/build-local-image.sh || status=1
 		# Inside the cluster's network namespace nothing can be downloaded.
 		"$node" -e "import('./test/support/cert-manager.ts').then((m) => m.certManagerCrdDir())" || status=1
+		bash test/tools/go-tool.sh helm >/dev/null || status=1 # for test/e2e/helm.test.ts
 		step_done
 		step "integration and end-to-end tests (real cluster)"
 		in_cluster=()
