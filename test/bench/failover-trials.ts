@@ -1,0 +1,60 @@
+/**
+ * The record `npm run bench:failover` writes (one JSON object per line) and
+ * docs/failover.md and docs/failover.svg are rendered from: a `run` line
+ * first, then one `trial` line per failover.
+ */
+import type { TrialOutcome } from '../support/failover-trial.ts';
+
+export interface RunRecord {
+  kind: 'run';
+  /** The command line, as a user would type it. */
+  command: string;
+  startedAt: string;
+  finishedAt?: string;
+  /** Where it ran: `nproc`, the Kubernetes version, anything a reader needs to weigh the numbers. */
+  machine: string;
+  /** How long a trial waits for a new leader before it counts as "never within". */
+  timeoutMs: number;
+}
+
+export interface TrialRecord extends Omit<TrialOutcome, 'marks'> {
+  kind: 'trial';
+  scenario: string;
+  withLeaderhook: boolean;
+  /** 1-based, per scenario and mode. */
+  trial: number;
+  /** Heartbeats written by a process that did not hold the lock at that revision, in this trial's window. */
+  splitBrain: number;
+}
+
+export type FailoverRecord = RunRecord | TrialRecord;
+
+/** The phases of a trial, in the order they happen, with the field each is read from. */
+export const PHASES = [
+  { key: 'operatorExitedMs', label: 'old operator exited' },
+  { key: 'hookSigtermMs', label: 'hook SIGTERM' },
+  { key: 'lockFreedMs', label: 'lock gone' },
+  { key: 'oldPodGoneMs', label: 'old pod gone' },
+  { key: 'newLeaderMs', label: 'new leader' },
+] as const satisfies readonly { key: keyof TrialRecord; label: string }[];
+
+/** What each scenario is, for the reader of docs/failover.md. */
+export const SCENARIOS: Record<string, string> = {
+  'lfl-rollout': 'leader-for-life operator (operator-lib), Deployment of 2: the leader pod deleted, as a rollout or `kubectl delete pod` does',
+  'lease-rollout': 'Lease operator (controller-runtime, 15 s lease, no ReleaseOnCancel), Deployment of 2: the leader pod deleted',
+  'lfl-stuck-terminating':
+    'leader-for-life operator, Deployment of 2: the leader pod deleted but held Terminating by a finalizer after its containers stopped (a stuck volume detach, a controller that never removes its finalizer)',
+};
+
+export function parseRecords(text: string): FailoverRecord[] {
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line, i) => {
+      try {
+        return JSON.parse(line) as FailoverRecord;
+      } catch (error) {
+        throw new Error(`line ${i + 1} of the failover record is not JSON: ${(error as Error).message}`, { cause: error });
+      }
+    });
+}
