@@ -10,21 +10,23 @@
  * test/e2e/demo.test.ts asserts what it finds. Talks to the cluster through
  * test/support/kube.ts, which refuses to run outside its network namespace.
  */
-import { applyOperatorRbac, createOperator, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER, type Recording, record } from '../../test/support/failover.ts';
-import { followFailover, type OperatorName, type TrialOutcome, waitForLeader } from '../../test/support/failover-trial.ts';
-import { core, waitFor } from '../../test/support/kube.ts';
-import { deleteNamespaceAndWait, grantReleaseHook, INJECTION_LABEL } from '../../test/support/leaderhook.ts';
+import {
+  createOperatorsNamespace,
+  followFailover,
+  type OperatorName,
+  type OperatorsNamespace,
+  type TrialOutcome,
+  waitForLeader,
+} from '../../test/support/failover-trial.ts';
+import { core } from '../../test/support/kube.ts';
+import { deleteNamespaceAndWait } from '../../test/support/leaderhook.ts';
 
 export type { OperatorName };
 export const OPERATORS: readonly OperatorName[] = ['lfl-operator', 'lease-operator'];
 /** Longer than any failover of these operators takes, GC and Lease expiry included. */
 const FAILOVER_TIMEOUT_MS = 120_000;
 
-export interface DemoNamespace {
-  name: string;
-  withLeaderhook: boolean;
-  recording: Recording;
-}
+export type DemoNamespace = OperatorsNamespace;
 
 /** One operator's failover in one of the two namespaces. */
 export interface Outcome extends TrialOutcome {
@@ -32,30 +34,8 @@ export interface Outcome extends TrialOutcome {
   withLeaderhook: boolean;
 }
 
-/**
- * Creates (or re-creates) `name` with both operators; opted in to leaderhook
- * with the hook's Role bound first when `withLeaderhook`. Recording starts
- * before the first pod exists.
- */
-export async function createDemoNamespace(name: string, withLeaderhook: boolean): Promise<DemoNamespace> {
-  await deleteNamespaceAndWait(name);
-  await core.createNamespace({
-    body: {
-      metadata: {
-        name,
-        labels: { 'leaderhook.io/demo': 'true', 'pod-security.kubernetes.io/enforce': 'restricted', ...(withLeaderhook ? INJECTION_LABEL : {}) },
-      },
-    },
-  });
-  await waitFor(`ServiceAccount default in ${name}`, () => core.readNamespacedServiceAccount({ name: 'default', namespace: name }), 30_000);
-  const recording = await record(name, withLeaderhook ? [OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER] : [OPERATOR_CONTAINER]);
-  await applyOperatorRbac(name);
-  if (withLeaderhook) await grantReleaseHook(name, 'test-operator');
-  for (const operator of OPERATORS) {
-    // In the opted-in namespace the webhook adds POD_NAME; the other keeps the manifests' own.
-    await createOperator(name, operator, { shape: 'deployment', withoutPodNameEnv: withLeaderhook });
-  }
-  return { name, withLeaderhook, recording };
+export function createDemoNamespace(name: string, withLeaderhook: boolean): Promise<DemoNamespace> {
+  return createOperatorsNamespace(name, { withLeaderhook, operators: OPERATORS, labels: { 'leaderhook.io/demo': 'true' } });
 }
 
 /** Deletes every leader at the same moment and follows each failover to its new leader and the old pod's removal. */

@@ -7,7 +7,11 @@
  * namespace: everything here is per operator (pods by name prefix, the lock
  * by name), never "any pod of the namespace".
  */
+import { core, waitFor } from './kube.ts';
+import { deleteNamespaceAndWait, grantReleaseHook, INJECTION_LABEL } from './leaderhook.ts';
 import {
+  applyOperatorRbac,
+  createOperator,
   heartbeats,
   hookSigtermLine,
   type LeaderLock,
@@ -18,8 +22,11 @@ import {
   loggedBy,
   type Mark,
   mark,
+  OPERATOR_CONTAINER,
   operatorExited,
+  RELEASE_HOOK_CONTAINER,
   type Recording,
+  record,
   releaseEvents,
   waitForNewLeaderRunning,
   waitForRecorded,
@@ -31,11 +38,43 @@ export function lockOf(operator: OperatorName): LeaderLock<unknown> {
   return (operator === 'lfl-operator' ? lflLock : leaseLock) as LeaderLock<unknown>;
 }
 
+export interface OperatorsNamespace {
+  name: string;
+  withLeaderhook: boolean;
+  recording: Recording;
+}
+
+/**
+ * Creates (or re-creates) namespace `name` with a two-replica Deployment of
+ * each of `operators` (test/operators/manifests), recorded from before the
+ * first pod exists. With leaderhook: opted in, and the hook's Role bound to
+ * the operators' ServiceAccount before any pod starts; the webhook adds
+ * POD_NAME, so the manifests' own is removed. Restricted Pod Security: the
+ * pods must pass it injected or not.
+ */
+export async function createOperatorsNamespace(
+  name: string,
+  { withLeaderhook, operators, labels = {} }: { withLeaderhook: boolean; operators: readonly OperatorName[]; labels?: Record<string, string> },
+): Promise<OperatorsNamespace> {
+  await deleteNamespaceAndWait(name);
+  await core.createNamespace({
+    body: {
+      metadata: { name, labels: { ...labels, 'pod-security.kubernetes.io/enforce': 'restricted', ...(withLeaderhook ? INJECTION_LABEL : {}) } },
+    },
+  });
+  await waitFor(`ServiceAccount default in ${name}`, () => core.readNamespacedServiceAccount({ name: 'default', namespace: name }), 30_000);
+  const recording = await record(name, withLeaderhook ? [OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER] : [OPERATOR_CONTAINER]);
+  await applyOperatorRbac(name);
+  if (withLeaderhook) await grantReleaseHook(name, 'test-operator');
+  for (const operator of operators) await createOperator(name, operator, { shape: 'deployment', withoutPodNameEnv: withLeaderhook });
+  return { name, withLeaderhook, recording };
+}
+
 /**
  * The pod that leads `operator` now: it holds the lock, wrote 10 heartbeats
- * since `since`, and another replica logged "trying" since then (a standby
- * is in place). With `since` the end of the last trial, this is the steady
- * state the next trial starts from.
+ * since `since`, and another replica that is not being deleted has tried
+ * for the lock (a standby is in place). With `since` the end of the last
+ * trial, this is the steady state the next trial starts from.
  */
 export async function waitForLeader(recording: Recording, operator: OperatorName, description: string, since = 0, timeoutMs = 120_000): Promise<string> {
   const lock = lockOf(operator);
@@ -46,7 +85,11 @@ export async function waitForLeader(recording: Recording, operator: OperatorName
       const holder = lock.holderOf(lock.events(recording).at(-1)?.object);
       if (!holder) return undefined;
       const beats = heartbeats(recording, lock.heartbeat).filter((beat) => beat.holder === holder && beat.at >= since).length;
-      const standby = loggedBy(recording, 'trying').some((line) => line.pod.startsWith(`${operator}-`) && line.pod !== holder && line.at >= since);
+      // A standby: another replica, still there and not being deleted, that has tried for the lock.
+      const standby = loggedBy(recording, 'trying').some((line) => {
+        const pod = recording.podNow.get(line.pod);
+        return line.pod.startsWith(`${operator}-`) && line.pod !== holder && pod !== undefined && !pod.metadata?.deletionTimestamp;
+      });
       return beats >= 10 && standby && holder;
     },
     timeoutMs,
@@ -120,7 +163,8 @@ export async function followFailover(
         : operator === 'lfl-operator'
           ? 'garbage collector (after the pod object was gone)'
           : `Lease ran out (last renewal + ${lastRenewal(recording, leader).durationSeconds ?? '?'} s)`;
-  const exited = operatorExited(recording, leader)?.at ?? logOf(recording, leader, 'stopped')?.at;
+  // The operator's own last line is when it exited; the kubelet's status update comes later.
+  const exited = logOf(recording, leader, 'stopped')?.at ?? operatorExited(recording, leader)?.at;
   const sigterm = hookSigtermLine(recording, leader)?.at;
   const became = newLeader ? (logOf(recording, newLeader, 'became leader')?.at ?? takenAt) : undefined;
   return {

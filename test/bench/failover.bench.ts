@@ -1,0 +1,191 @@
+/**
+ * `npm run bench:failover`: every scenario N times with leaderhook and
+ * without, on the local cluster, each trial's timeline recorded.
+ *
+ *   npm run bench:failover -- [--trials 1] [--scenario lfl-rollout --scenario ...]
+ *     [--timeout 45] [--out docs/failover-trials.jsonl] [--docs docs]
+ *
+ * Each scenario and mode gets a namespace of its own, with a two-replica
+ * Deployment of its operator (test/operators), in which its trials run one
+ * after another: wait until a leader has written heartbeats and a standby is
+ * trying, delete the leader (held Terminating by a finalizer in the
+ * stuck-terminating scenario, released once the trial is over), follow the
+ * failover to the new leader and the old pod's removal, then the next trial.
+ * The scenarios and both modes run side by side, so a run takes about as
+ * long as its slowest loop (the stuck baseline: the timeout, then GC and the
+ * standby's backoff, per trial). A failover without a new leader within the
+ * timeout is recorded as "never within" it.
+ *
+ * Every trial line is appended to --out as it ends (test/bench/failover-trials.ts
+ * says what it holds); at the end docs/failover.md and docs/failover.svg
+ * are rendered from that file (test/bench/failover-report.ts). Split brain is
+ * counted from the heartbeats against the lock's holder at each revision.
+ * Runs inside the cluster's network namespace (the npm script enters it; the
+ * Kubernetes client refuses to run outside).
+ */
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { parseArgs } from 'node:util';
+import { heartbeats, type Recording } from '../support/failover.ts';
+import { createOperatorsNamespace, followFailover, lockOf, type OperatorName, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
+import { core } from '../support/kube.ts';
+import { deleteNamespaceAndWait, installLeaderhook, kubectl } from '../support/leaderhook.ts';
+import type { RunRecord, TrialRecord } from './failover-trials.ts';
+
+interface Scenario {
+  name: string;
+  operator: OperatorName;
+  /** The leader pod stays Terminating after its containers stopped until the trial is over. */
+  stuckTerminating: boolean;
+}
+
+const SCENARIO_LIST: Scenario[] = [
+  { name: 'lfl-rollout', operator: 'lfl-operator', stuckTerminating: false },
+  { name: 'lease-rollout', operator: 'lease-operator', stuckTerminating: false },
+  { name: 'lfl-stuck-terminating', operator: 'lfl-operator', stuckTerminating: true },
+];
+const HOLD_FINALIZER = 'leaderhook.test/hold';
+
+const usage = `usage: npm run bench:failover -- [--trials 1] [--scenario NAME ...] [--timeout 45] [--out FILE] [--docs DIR]
+
+  --trials N     trials per scenario and mode (with and without leaderhook)
+  --scenario S   one of ${SCENARIO_LIST.map((s) => s.name).join(', ')} (repeatable; default all)
+  --timeout S    seconds a trial waits for a new leader before it counts as "never within S s"
+  --out FILE     the trial record, one JSON line per trial (default: a new file in /tmp)
+  --docs DIR     where failover.md and failover.svg are rendered at the end (default: none)
+`;
+
+const { values } = parseArgs({
+  options: {
+    trials: { type: 'string', default: '1' },
+    scenario: { type: 'string', multiple: true },
+    timeout: { type: 'string', default: '45' },
+    out: { type: 'string' },
+    docs: { type: 'string' },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (values.help) {
+  process.stdout.write(usage);
+  process.exit(0);
+}
+const trials = Number(values.trials);
+const timeoutMs = Number(values.timeout) * 1000;
+if (!Number.isInteger(trials) || trials < 1) throw new Error(`--trials must be a positive whole number, got ${values.trials}`);
+if (!(timeoutMs >= 5000)) throw new Error(`--timeout must be at least 5 seconds, got ${values.timeout}`);
+const scenarios = (values.scenario ?? SCENARIO_LIST.map((s) => s.name)).map((name) => {
+  const found = SCENARIO_LIST.find((s) => s.name === name);
+  if (!found) throw new Error(`--scenario ${name}: not one of ${SCENARIO_LIST.map((s) => s.name).join(', ')}`);
+  return found;
+});
+const out = values.out ?? `/tmp/leaderhook-failover-${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`;
+if (existsSync(out)) throw new Error(`--out ${out} exists: the record of another run is never appended to`);
+
+const say = (line: string) => process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
+
+function hold(namespace: string, pod: string, on: boolean): void {
+  try {
+    kubectl(['-n', namespace, 'patch', 'pod', pod, '--type=merge', '-p', JSON.stringify({ metadata: { finalizers: on ? [HOLD_FINALIZER] : null } })]);
+  } catch (error) {
+    if (on || !/NotFound|not found/.test((error as Error).message)) throw error;
+  }
+}
+
+/**
+ * Heartbeats written while the lock at that revision named another pod:
+ * heartbeats and lock writes merged in etcd revision order (one etcd: one
+ * counter), each heartbeat checked against the holder of the newest lock
+ * write before it.
+ */
+function splitBrainWrites(recording: Recording, operator: OperatorName, from: number, to: number): number {
+  const lock = lockOf(operator);
+  const writes = [
+    ...lock.events(recording).map((event) => ({ rv: event.rv, holder: event.type === 'DELETED' ? undefined : lock.holderOf(event.object) })),
+  ].sort((a, b) => (a.rv < b.rv ? -1 : a.rv > b.rv ? 1 : 0));
+  let violations = 0;
+  for (const beat of heartbeats(recording, lock.heartbeat)) {
+    if (beat.at < from || beat.at > to) continue;
+    let holder: string | undefined;
+    for (const write of writes) {
+      if (write.rv > beat.rv) break;
+      holder = write.holder;
+    }
+    if (beat.holder !== holder) violations++;
+  }
+  return violations;
+}
+
+async function runLoop(scenario: Scenario, ns: OperatorsNamespace): Promise<void> {
+  const mode = ns.withLeaderhook ? 'with leaderhook' : 'without';
+  let steadySince = 0;
+  for (let trial = 1; trial <= trials; trial++) {
+    const leader = await waitForLeader(ns.recording, scenario.operator, ns.name, steadySince, 180_000);
+    if (scenario.stuckTerminating) hold(ns.name, leader, true);
+    const deleteIssued = Date.now();
+    await core.deleteNamespacedPod({ name: leader, namespace: ns.name });
+    const outcome = await followFailover(ns.recording, scenario.operator, leader, deleteIssued, { timeoutMs, untilOldPodGone: !scenario.stuckTerminating });
+    if (scenario.stuckTerminating) hold(ns.name, leader, false);
+    const { marks: _marks, ...timeline } = outcome;
+    const record: TrialRecord = {
+      kind: 'trial',
+      scenario: scenario.name,
+      withLeaderhook: ns.withLeaderhook,
+      trial,
+      ...timeline,
+      splitBrain: splitBrainWrites(ns.recording, scenario.operator, deleteIssued - 1000, Date.now()),
+    };
+    appendFileSync(out, `${JSON.stringify(record)}\n`);
+    const newLeader = outcome.newLeaderMs === undefined ? `never within ${timeoutMs / 1000} s` : `${(outcome.newLeaderMs / 1000).toFixed(2)} s`;
+    const freed = outcome.lockFreedMs === undefined ? 'never' : `${(outcome.lockFreedMs / 1000).toFixed(2)} s (${outcome.freedBy})`;
+    say(
+      `${scenario.name} ${mode} trial ${trial}/${trials}: lock gone ${freed}, new leader ${newLeader}${record.splitBrain ? `, SPLIT BRAIN ${record.splitBrain}` : ''}`,
+    );
+    steadySince = Date.now();
+  }
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const run: RunRecord = {
+    kind: 'run',
+    command: `npm run bench:failover -- ${process.argv.slice(2).join(' ')}`.trim(),
+    startedAt: startedAt.toISOString(),
+    machine: `${cpus().length} cores; the local cluster of test/cluster (Kubernetes ${
+      kubectl(['version', '-o', 'json'])
+        .match(/"gitVersion":\s*"(v[^"]+)"/g)
+        ?.at(-1)
+        ?.replace(/.*"(v[^"]+)"/, '$1') ?? '?'
+    }, one node)`,
+    timeoutMs,
+  };
+  writeFileSync(out, `${JSON.stringify(run)}\n`);
+  say(`recording to ${out}`);
+  say('installing leaderhook (deploy/)');
+  const uninstall = await installLeaderhook({ debugLog: false });
+  const namespaces: OperatorsNamespace[] = [];
+  try {
+    const loops: Promise<void>[] = [];
+    for (const scenario of scenarios) {
+      for (const withLeaderhook of [true, false]) {
+        const ns = await createOperatorsNamespace(`bench-${scenario.name}-${withLeaderhook ? 'with' : 'without'}`, {
+          withLeaderhook,
+          operators: [scenario.operator],
+          labels: { 'leaderhook.io/bench': 'failover' },
+        });
+        namespaces.push(ns);
+        loops.push(runLoop(scenario, ns));
+      }
+    }
+    await Promise.all(loops);
+  } finally {
+    for (const ns of namespaces) await ns.recording.stop();
+    for (const ns of namespaces) await deleteNamespaceAndWait(ns.name);
+    await uninstall();
+  }
+  const lines = readFileSync(out, 'utf8').split('\n');
+  lines[0] = JSON.stringify({ ...run, finishedAt: new Date().toISOString() });
+  writeFileSync(out, lines.join('\n'));
+  say(`done in ${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s: ${out}`);
+}
+
+await main();
