@@ -29,14 +29,18 @@ export interface TrialRecord extends Omit<TrialOutcome, 'marks'> {
 
 export type FailoverRecord = RunRecord | TrialRecord;
 
-/** The phases of a trial, in the order they happen, with the field each is read from. */
+/**
+ * The phases of a trial, in the order they happen, with the field each is read
+ * from; `onlyWithLeaderhook` where the phase has no meaning without it (there is
+ * no hook to get a SIGTERM), so a missing time there is not "never".
+ */
 export const PHASES = [
   { key: 'operatorExitedMs', label: 'old operator exited' },
-  { key: 'hookSigtermMs', label: 'hook SIGTERM' },
+  { key: 'hookSigtermMs', label: 'hook SIGTERM', onlyWithLeaderhook: true },
   { key: 'lockFreedMs', label: 'lock gone' },
   { key: 'oldPodGoneMs', label: 'old pod gone' },
   { key: 'newLeaderMs', label: 'new leader' },
-] as const satisfies readonly { key: keyof TrialRecord; label: string }[];
+] as const satisfies readonly { key: keyof TrialRecord; label: string; onlyWithLeaderhook?: true }[];
 
 /** What each scenario is, for the reader of docs/failover.md. */
 export const SCENARIOS: Record<string, string> = {
@@ -45,6 +49,13 @@ export const SCENARIOS: Record<string, string> = {
   'lfl-stuck-terminating':
     'leader-for-life operator, Deployment of 2: the leader pod deleted but held Terminating by a finalizer after its containers stopped (a stuck volume detach, a controller that never removes its finalizer)',
 };
+
+/**
+ * The scenarios in which rule R1 should free the lock: the leader stops well
+ * before its deadline, so its hook's SIGTERM comes in time. The target "lock
+ * gone p99 ≤ 250 ms after the delete" applies to these.
+ */
+export const RELEASED_BY_R1: readonly string[] = ['lfl-rollout', 'lease-rollout', 'lfl-stuck-terminating'];
 
 export function parseRecords(text: string): FailoverRecord[] {
   return text
