@@ -37,14 +37,12 @@ import {
   assertLockOwnedBy,
   assertNewLock,
   assertOneLeaderThroughout,
-  containerStatus,
   deleteLeader,
   failOverLease,
   failOverLfl,
   finishRecording,
   hookSigtermLine,
   type LeaderLock,
-  type LogLine,
   lastHeartbeatOf,
   lastRenewal,
   leaseLock,
@@ -65,7 +63,6 @@ import {
   podGone,
   printTimeline,
   RELEASE_HOOK_CONTAINER,
-  type Recording,
   releaseEvents,
   type Scenario,
   setUpOperator,
@@ -77,6 +74,8 @@ import {
   whoLeads,
 } from '../support/failover.ts';
 import { core } from '../support/kube.ts';
+import { containerStatus } from '../support/container-runs.ts';
+import type { LogLine, Recording } from '../support/recorder.ts';
 import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl } from '../support/leaderhook.ts';
 
 /** Holds the leader pod's object in Terminating after its containers stopped. */

@@ -34,7 +34,7 @@ export interface ObservedWrite<T> {
   object: T;
   /** The object's resourceVersion at this write (for a relisted deletion: the list's). */
   rv: bigint;
-  /** Seen in a relist after 410 Gone, not in the watch: writes since the object's previous event may be unseen. */
+  /** Seen in a list (the watch's first, or one after 410 Gone), not as a watched write: writes since the object's previous event may be unseen. */
   relisted?: boolean;
 }
 
@@ -322,7 +322,9 @@ function explain(v: Violation, lock: LockUnderTest, processOf: (identity: string
     case 'seq-regressed':
       return `${writer}: heartbeat seq went ${v.detail} at rv ${v.firstRv}; one process only counts up`;
     case 'unobserved':
-      return `writes to ${v.detail} ${v.firstRv === 0n ? 'before' : `after rv ${v.firstRv} up to`} rv ${v.lastRv} were not observed (the watch relisted after 410 Gone): no split brain in between can be ruled out`;
+      return v.firstRv === 0n
+        ? `writes to ${v.detail} before rv ${v.lastRv} were not observed (it was first seen in a list, not as a watched write): no split brain before can be ruled out`
+        : `writes to ${v.detail} after rv ${v.firstRv} up to rv ${v.lastRv} were not observed (the watch relisted after 410 Gone): no split brain in between can be ruled out`;
   }
 }
 
@@ -356,7 +358,7 @@ export function toRecordedHistory(history: LockHistory, description: string): Re
     ...history.configMaps.filter((write) => keep(write.object.metadata?.name)).map((write) => event('configmaps', write)),
     ...(lock.kind === 'Lease' ? history.leases.filter((write) => write.object.metadata?.name === lock.name).map((write) => event('leases', write)) : []),
   ].sort((a, b) => (BigInt(a.rv) < BigInt(b.rv) ? -1 : BigInt(a.rv) > BigInt(b.rv) ? 1 : 0));
-  return { description, lock, events };
+  return { description, lock: { kind: lock.kind, name: lock.name, heartbeat: lock.heartbeat }, events };
 }
 
 /** The history a recorded file holds. */
