@@ -216,7 +216,10 @@ function watchAll<T extends KubeObject>(path: string, sink: Observed<T>[], onEve
       (error: (Error & { statusCode?: number }) | null) => {
         // client-node aborts a watch that has been silent for 30 s: a quiet collection, not a failure.
         const quiet = error?.name === 'TimeoutError' || error?.name === 'AbortError';
-        end({ gone: error?.statusCode === 410, failure: error && !quiet ? error.message : undefined });
+        end({
+          gone: error?.statusCode === 410,
+          failure: error && !quiet ? `${error.statusCode ? `HTTP ${error.statusCode} ` : ''}${error.message}` : undefined,
+        });
       },
     );
     // Stopped while the watch was connecting: its controller did not exist yet.
