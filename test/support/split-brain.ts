@@ -12,14 +12,16 @@
  * container is a new process in the same pod. Ordered by resourceVersion (one
  * etcd: one counter for every write), the history must show
  * - every heartbeat carrying all three, consistent with each other;
- * - every heartbeat written under the lock state it was written at: the lock
- *   names the identity the heartbeat claims. For a ConfigMap lock that is a
- *   pod, so processes of one pod are told apart by the next rule alone;
+ * - every heartbeat written while the lock, as of the latest revision
+ *   before it, names the identity the heartbeat claims. For a ConfigMap lock
+ *   that identity is a pod, so processes of one pod are told apart by the
+ *   next rule alone;
  * - no interleaving: once another process has written, a process never
  *   writes again;
  * - one process per lock identity, and per process a growing sequence;
- * - no stretch of history unseen: an object the recorder had to relist (410
- *   Gone) may have been written in between, so nothing there is proven.
+ * - no stretch of history unseen: an object the recorder saw only in a list
+ *   (at its start, or after 410 Gone) may have been written before unseen,
+ *   so nothing there is proven.
  *
  * Pure: no cluster, no clock. test/support/failover.ts runs it on every
  * recording; test/unit/split-brain.test.ts runs it on the recorded
