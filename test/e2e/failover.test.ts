@@ -37,12 +37,14 @@ import {
   assertLockOwnedBy,
   assertNewLock,
   assertOneLeaderThroughout,
+  containerStatus,
   deleteLeader,
   failOverLease,
   failOverLfl,
   finishRecording,
   hookSigtermLine,
   type LeaderLock,
+  type LogLine,
   lastHeartbeatOf,
   lastRenewal,
   leaseLock,
@@ -63,6 +65,7 @@ import {
   podGone,
   printTimeline,
   RELEASE_HOOK_CONTAINER,
+  type Recording,
   releaseEvents,
   type Scenario,
   setUpOperator,
@@ -74,8 +77,6 @@ import {
   whoLeads,
 } from '../support/failover.ts';
 import { core } from '../support/kube.ts';
-import { containerStatus } from '../support/container-runs.ts';
-import type { LogLine, Recording } from '../support/recorder.ts';
 import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl } from '../support/leaderhook.ts';
 
 /** Holds the leader pod's object in Terminating after its containers stopped. */

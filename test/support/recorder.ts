@@ -57,8 +57,8 @@ export interface LogLine {
 
 export interface Recording {
   namespace: string;
-  /** The leader lock under test and its heartbeat, which the split-brain check reads. */
-  lock: LockUnderTest;
+  /** The leader locks under test and their heartbeats, which the split-brain check reads. */
+  locks: LockUnderTest[];
   pods: Observed<V1Pod>[];
   configMaps: Observed<V1ConfigMap>[];
   leases: Observed<V1Lease>[];
@@ -336,12 +336,12 @@ async function followRun(namespace: string, run: ContainerRun, recording: Record
 /**
  * Records everything that happens in `namespace` from now on: pods,
  * ConfigMaps, Leases and Events, and the logs of `containers` of every pod,
- * run by run; `lock` names what the split-brain check reads afterwards.
+ * run by run; `locks` name what the split-brain check reads afterwards.
  */
-export async function record(namespace: string, lock: LockUnderTest, containers: string[]): Promise<Recording> {
+export async function startRecording(namespace: string, containers: string[], locks: LockUnderTest[]): Promise<Recording> {
   const recording: Recording = {
     namespace,
-    lock,
+    locks,
     pods: [],
     configMaps: [],
     leases: [],

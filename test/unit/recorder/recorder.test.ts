@@ -176,7 +176,7 @@ describe('recorder against a scripted API server', () => {
       (_url, response) => json(response, { metadata: { resourceVersion: '10' }, items: [] }),
       (_url, response) => json(response, { metadata: { resourceVersion: '31' }, items: [heartbeat('30', 4), lockObject('25')] }),
     );
-    const recording = await recorder.record(NS, lock, []);
+    const recording = await recorder.startRecording(NS, [], [lock]);
     try {
       await until('the event after the relist', () => recording.configMaps.some((event) => event.rv === 32n));
       assert.deepEqual(
@@ -211,7 +211,7 @@ describe('recorder against a scripted API server', () => {
     api.script('watch pods', events([{ type: 'ADDED', object: first }], false));
     // Run 0, followed: two lines, then it crashes; the stream reaches a line of the next run's process.
     api.script('log operator current', logLines([line('p1', 'trying', 1), line('p1', 'became leader', 2), line('p2', 'trying', 9)]));
-    const recording = await recorder.record(NS, lock, ['operator']);
+    const recording = await recorder.startRecording(NS, ['operator'], [lock]);
     try {
       await until('run 0 followed', () => recording.logs.length >= 2);
       // The kubelet restarts the container: run 0's log is now the previous one, run 1's the current one.
