@@ -1,14 +1,16 @@
 /**
- * Recording a leader failover on the real cluster, for the end-to-end tests
- * with and without leaderhook (test/e2e/baseline.test.ts,
- * test/e2e/failover.test.ts).
+ * A leader failover on the real cluster, for the end-to-end tests with and
+ * without leaderhook (test/e2e/baseline.test.ts, test/e2e/failover.test.ts,
+ * test/e2e/rollout-restart.test.ts).
  *
- * Everything is observed, nothing is simulated: watches on pods, ConfigMaps,
- * Leases and Events that resume where they left off, the JSON logs of the
- * operators (and of the release hook, when injected) followed live, and the
- * heartbeat the leader writes every 100 ms. From that recording the functions
- * below find the leader, check that exactly one pod led at every heartbeat,
- * and print the timeline of a failover.
+ * Everything is observed, nothing is simulated (test/support/recorder.ts):
+ * watches on pods, ConfigMaps, Leases and Events that never give up, the
+ * JSON logs of the operators (and of the release hook, when injected)
+ * followed per container run, and the heartbeat the leader writes every
+ * 100 ms. From that recording the functions below find the leader, print the
+ * timeline of a failover and, when the recording ends, run the split-brain
+ * check (test/support/split-brain.ts): no two operator processes ever led at
+ * once.
  *
  * The steps, marks and checks both tests share live here too (the failover
  * of each lock, the old leader's orderly stop, the handover to one new
@@ -16,10 +18,9 @@
  * leaderhook.
  */
 import assert from 'node:assert/strict';
-import { appendFileSync, readFileSync } from 'node:fs';
-import https from 'node:https';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -34,9 +35,11 @@ import {
   type V1Role,
   type V1RoleBinding,
   type V1ServiceAccount,
-  Watch,
 } from '@kubernetes/client-node';
-import { apps, core, createTestNamespace, kubeConfig, rbac, waitFor } from './kube.ts';
+import { apps, core, createTestNamespace, rbac, waitFor } from './kube.ts';
+import { containerStatus } from './container-runs.ts';
+import { type LogLine, type Observed, parseTime, type Recording, startRecording } from './recorder.ts';
+import { checkSplitBrain, heartbeatOf, type LockHistory, type LockUnderTest, lockHolderOf, toRecordedHistory, type Violation } from './split-brain.ts';
 
 const operatorsDir = join(import.meta.dirname, '..', 'operators');
 /** The operator's container in test/operators/manifests. */
@@ -56,219 +59,22 @@ export const failoverTimeoutMs = 120_000;
  */
 export const backedOffMs = 32_000;
 
-// ---------------------------------------------------------------------------
-// Observation: watches that survive reconnects, and the containers' log streams
-
-export interface Observed<T> {
-  type: 'ADDED' | 'MODIFIED' | 'DELETED';
-  object: T;
-  /** Local time the event arrived (ms since the epoch). */
-  at: number;
-  /**
-   * The object's resourceVersion at this event. On one etcd every write gets
-   * the next revision of a single counter, so resourceVersions of different
-   * resources order their writes; the API calls them opaque, and these tests
-   * rely on it only for the single-etcd clusters they run on.
-   */
-  rv: bigint;
-}
-
-export interface LogLine {
-  pod: string;
-  container: string;
-  /** The line's own time ("ts" of the operators, "time" of the hook; the node is this machine). */
-  at: number;
-  msg: string;
-  fields: Record<string, unknown>;
-}
-
-export interface Recording {
-  pods: Observed<V1Pod>[];
-  configMaps: Observed<V1ConfigMap>[];
-  leases: Observed<V1Lease>[];
-  events: Observed<CoreV1Event>[];
-  logs: LogLine[];
-  /** The last state seen of each pod; undefined once it is gone. */
-  podNow: Map<string, V1Pod | undefined>;
-  errors: Error[];
-  stop: () => Promise<void>;
-}
-
-/** Parses an RFC 3339 time with up to nanosecond digits into fractional ms since the epoch. */
-export function parseTime(value: string): number {
-  const match = /^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$/.exec(value);
-  if (!match) throw new Error(`not an RFC 3339 time: ${JSON.stringify(value)}`);
-  const whole = Date.parse(`${match[1]}${match[3]}`);
-  const fraction = match[2] ? Number(`0.${match[2]}`) * 1000 : 0;
-  return whole + fraction;
-}
+// What the recorder (test/support/recorder.ts) observes, as the tests and tools read it.
+export { containerStatus } from './container-runs.ts';
+export type { LogLine, Observed, Recording } from './recorder.ts';
 
 /**
- * Watches `path` from the start (a fresh namespace: every object arrives) and
- * keeps watching across server and client timeouts by resuming at the last
- * resourceVersion seen, so no event is lost between reconnects.
+ * Records `namespace` from now on (test/support/recorder.ts): the logs of
+ * `containers` run by run, and the history of `locks` (by default both
+ * operators' of test/operators), which finishRecording checks for split
+ * brain.
  */
-function watchAll<T extends { metadata?: { resourceVersion?: string } }>(
-  path: string,
-  sink: Observed<T>[],
-  onEvent: (event: Observed<T>) => void,
-  errors: Error[],
-): () => void {
-  let stopped = false;
-  let lastRv: string | undefined;
-  let controller: AbortController | undefined;
-  const start = async (): Promise<void> => {
-    while (!stopped) {
-      const closed = Promise.withResolvers<unknown>();
-      const query: Record<string, string | boolean> = { allowWatchBookmarks: true };
-      if (lastRv) query.resourceVersion = lastRv;
-      controller = await new Watch(kubeConfig).watch(
-        path,
-        query,
-        (type, object: T) => {
-          const rv = object?.metadata?.resourceVersion;
-          if (type === 'BOOKMARK') {
-            if (rv) lastRv = rv;
-            return;
-          }
-          if (type === 'ERROR') {
-            errors.push(new Error(`watch ${path}: ${JSON.stringify(object)}`));
-            stopped = true;
-            return;
-          }
-          if (!rv || (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED')) return;
-          lastRv = rv;
-          const event: Observed<T> = { type, object, at: Date.now(), rv: BigInt(rv) };
-          sink.push(event);
-          onEvent(event);
-        },
-        (err) => closed.resolve(err),
-      );
-      await closed.promise;
-      if (!stopped) await sleep(100);
-    }
-  };
-  start().catch((error: unknown) => errors.push(new Error(`watch ${path} failed`, { cause: error })));
-  return () => {
-    stopped = true;
-    controller?.abort();
-  };
-}
-
-/** The status of container `name` of `pod`, regular or init (the release hook is a native sidecar, an init container). */
-export function containerStatus(pod: V1Pod | undefined, name: string): V1ContainerStatus | undefined {
-  return [...(pod?.status?.containerStatuses ?? []), ...(pod?.status?.initContainerStatuses ?? [])].find((status) => status.name === name);
+export function record(namespace: string, containers: string[] = [OPERATOR_CONTAINER], locks: LockUnderTest[] = [lflLock, leaseLock]): Promise<Recording> {
+  return startRecording(namespace, containers, locks);
 }
 
 export function operatorStatus(pod: V1Pod | undefined): V1ContainerStatus | undefined {
   return containerStatus(pod, OPERATOR_CONTAINER);
-}
-
-/**
- * Streams the log of `container` of `pod` (follow=true) into `onLine` until
- * the server ends it, or `signal` aborts it. Plain node:https rather than
- * client-node's Log, whose stream has no error handler: a connection reset
- * would be an uncaught exception here.
- */
-async function streamLog(namespace: string, pod: string, container: string, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
-  const cluster = kubeConfig.getCurrentCluster();
-  if (!cluster) throw new Error('kubeconfig has no current cluster');
-  const url = new URL(`${cluster.server}/api/v1/namespaces/${namespace}/pods/${pod}/log`);
-  url.searchParams.set('container', container);
-  url.searchParams.set('follow', 'true');
-  const options: https.RequestOptions = { signal };
-  await kubeConfig.applyToHTTPSOptions(options);
-  await new Promise<void>((resolve, reject) => {
-    const request = https.get(url, options, (response) => {
-      if (response.statusCode !== 200) {
-        response.resume();
-        reject(new Error(`GET ${url.pathname}: HTTP ${response.statusCode}`));
-        return;
-      }
-      response.setEncoding('utf8');
-      const lines = createInterface({ input: response });
-      lines.on('line', onLine);
-      // readline re-emits its input's errors (a reset connection, the abort): handled here.
-      lines.on('error', reject);
-      response.on('error', reject);
-      lines.on('close', resolve);
-    });
-    request.on('error', reject);
-  });
-}
-
-/**
- * Follows the log of `container` of `pod` until the container has terminated
- * (or the pod is gone). A follow stream the server closes early is reopened;
- * lines already seen are skipped (every line carries a timestamp of ns
- * (operators) or ms (hook) resolution and a distinct message or sequence, so
- * equal lines are repeats).
- */
-async function followLogs(namespace: string, pod: string, container: string, recording: Recording, signal: AbortSignal): Promise<void> {
-  const seen = new Set<string>();
-  const onLine = (line: string): void => {
-    if (seen.has(line)) return;
-    seen.add(line);
-    try {
-      const fields = JSON.parse(line) as Record<string, unknown>;
-      const time = fields.ts ?? fields.time;
-      if (typeof time === 'string' && typeof fields.msg === 'string') {
-        recording.logs.push({ pod, container, at: parseTime(time), msg: fields.msg, fields });
-      }
-    } catch {
-      // Not a JSON log line (a Go runtime panic, say): not an event.
-    }
-  };
-  while (!signal.aborted) {
-    try {
-      await streamLog(namespace, pod, container, onLine, signal);
-    } catch {
-      // Container not started yet, pod already gone, connection reset or stopped: decided below.
-    }
-    const now = recording.podNow.get(pod);
-    if (!now || containerStatus(now, container)?.state?.terminated) return;
-    await sleep(250).catch(() => undefined);
-  }
-}
-
-/**
- * Records everything that happens in `namespace` from now on: pods,
- * ConfigMaps, Leases and Events, and the logs of `containers` (by default the
- * operator's) of every pod once they run.
- */
-export async function record(namespace: string, containers: string[] = [OPERATOR_CONTAINER]): Promise<Recording> {
-  const recording: Recording = { pods: [], configMaps: [], leases: [], events: [], logs: [], podNow: new Map(), errors: [], stop: async () => {} };
-  const stopFollowing = new AbortController();
-  const followers: Promise<void>[] = [];
-  const following = new Set<string>();
-  const stops = [
-    watchAll<V1Pod>(
-      `/api/v1/namespaces/${namespace}/pods`,
-      recording.pods,
-      (event) => {
-        const name = event.object.metadata?.name ?? '';
-        recording.podNow.set(name, event.type === 'DELETED' ? undefined : event.object);
-        for (const container of containers) {
-          const state = containerStatus(event.object, container)?.state;
-          const key = `${name}/${container}`;
-          if (!following.has(key) && (state?.running || state?.terminated)) {
-            following.add(key);
-            followers.push(followLogs(namespace, name, container, recording, stopFollowing.signal));
-          }
-        }
-      },
-      recording.errors,
-    ),
-    watchAll<V1ConfigMap>(`/api/v1/namespaces/${namespace}/configmaps`, recording.configMaps, () => {}, recording.errors),
-    watchAll<V1Lease>(`/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`, recording.leases, () => {}, recording.errors),
-    watchAll<CoreV1Event>(`/api/v1/namespaces/${namespace}/events`, recording.events, () => {}, recording.errors),
-  ];
-  recording.stop = async () => {
-    stopFollowing.abort();
-    for (const stop of stops) stop();
-    await Promise.all(followers);
-  };
-  return recording;
 }
 
 // ---------------------------------------------------------------------------
@@ -372,7 +178,7 @@ export async function setUpOperator(
   },
 ): Promise<Scenario> {
   const namespace = await createTestNamespace(init.prefix, { 'pod-security.kubernetes.io/enforce': 'restricted', ...init.labels });
-  const recording = await record(namespace.name, init.containers);
+  const recording = await record(namespace.name, init.containers, [leaderLockOf(init.operator)]);
   t.after(async () => {
     await recording.stop();
     await namespace.cleanup();
@@ -387,20 +193,32 @@ export async function setUpOperator(
 // What the recording says
 
 export interface Heartbeat {
+  /** The writer's pod name. */
   holder: string;
+  /** The writer's process (undefined for an operator that predates it: the split-brain check flags those). */
+  processID?: string;
   seq: number;
   /** The leader's own time of the write. */
   at: number;
   rv: bigint;
 }
 
+/** The heartbeats of ConfigMap `name`, in arrival order (split-brain.ts reads them the same way). */
 export function heartbeats(recording: Recording, name: string): Heartbeat[] {
   return recording.configMaps
-    .filter((event) => event.type !== 'DELETED' && event.object.metadata?.name === name && event.object.data?.holder)
-    .map((event) => {
-      const data = event.object.data ?? {};
-      return { holder: data.holder ?? '', seq: Number(data.seq), at: parseTime(data.time ?? ''), rv: event.rv };
+    .filter((event) => event.type !== 'DELETED' && event.object.metadata?.name === name)
+    .flatMap((event) => {
+      const beat = heartbeatOf(event.object);
+      return beat ? [{ holder: beat.pod, processID: beat.processID, seq: beat.seq, at: parseTime(beat.time), rv: event.rv }] : [];
     });
+}
+
+/** The pods whose heartbeats follow each other in write order, each once per turn: [old leader, new leader] for one handover. */
+export function heartbeatWriters(recording: Recording, lock: LockUnderTest): string[] {
+  const writers: string[] = [];
+  const inWriteOrder = heartbeats(recording, lock.heartbeat).sort((a, b) => (a.rv < b.rv ? -1 : a.rv > b.rv ? 1 : 0));
+  for (const beat of inWriteOrder) if (writers.at(-1) !== beat.holder) writers.push(beat.holder);
+  return writers;
 }
 
 /** Log lines with message `msg` of `container` (the operator's by default), of any pod. */
@@ -429,41 +247,47 @@ export function releaseEvents(recording: Recording, pod: string, rule?: string):
   );
 }
 
+function historyOf(recording: Recording, lock: LockUnderTest): LockHistory {
+  return { lock, configMaps: recording.configMaps, leases: recording.leases };
+}
+
+/** What the split-brain check finds so far for `lock`, by default for every lock of the recording (a benchmark counts them per trial; tests assert there are none). */
+export function splitBrainViolations(recording: Recording, lock?: LockUnderTest): Violation[] {
+  return (lock ? [lock] : recording.locks).flatMap((each) => checkSplitBrain(historyOf(recording, each)));
+}
+
 /**
- * Exactly one leader at every heartbeat: merged in write order with the
- * writes of the lock, each heartbeat comes from the pod that holds the lock
- * at that revision; per holder the sequence only grows, and leadership moves
- * at most once per failover — an old leader never writes again after a new
- * one has started.
+ * The split-brain check over the whole recording, for `lock` or else every
+ * lock of the recording whose heartbeats were recorded (at least one): no
+ * two operator processes ever wrote heartbeats in turns, and each heartbeat
+ * came from the process holding the lock at that revision
+ * (test/support/split-brain.ts). On failure each failing lock's history is
+ * saved as a file in the format of test/testdata/split-brain/ (in
+ * LEADERHOOK_SPLIT_BRAIN_OUT, else a fresh temporary directory), ready to
+ * become a fixture.
  */
-export function assertOneLeaderAtEveryHeartbeat<L>(
-  beats: Heartbeat[],
-  lockEvents: Observed<L>[],
-  holderOf: (lock: L | undefined) => string | undefined,
-  expectedHolders: string[],
-): void {
-  assert.ok(beats.length > 0, 'heartbeats were observed');
-  const merged = [...lockEvents.map((event) => ({ kind: 'lock' as const, event })), ...beats.map((beat) => ({ kind: 'beat' as const, beat }))].sort((a, b) => {
-    const ra = a.kind === 'lock' ? a.event.rv : a.beat.rv;
-    const rb = b.kind === 'lock' ? b.event.rv : b.beat.rv;
-    return ra < rb ? -1 : ra > rb ? 1 : 0;
+export function assertNoSplitBrain(recording: Recording, lock?: LockUnderTest): void {
+  const beating = (each: LockUnderTest) => heartbeats(recording, each.heartbeat).length > 0;
+  const locks = lock ? [lock] : recording.locks.filter(beating);
+  assert.ok(
+    locks.length > 0 && locks.every(beating),
+    `heartbeats of ${(lock ? [lock] : recording.locks).map((each) => `ConfigMap/${each.heartbeat}`).join(' or ')} were recorded: the split-brain check has something to check`,
+  );
+  const failed = locks.flatMap((each) => {
+    const violations = checkSplitBrain(historyOf(recording, each));
+    return violations.length > 0 ? [{ lock: each, violations }] : [];
   });
-  let holder: string | undefined;
-  const lastSeq = new Map<string, number>();
-  const order: string[] = [];
-  for (const item of merged) {
-    if (item.kind === 'lock') {
-      holder = item.event.type === 'DELETED' ? undefined : holderOf(item.event.object);
-      continue;
-    }
-    const { beat } = item;
-    assert.equal(beat.holder, holder, `heartbeat seq ${beat.seq} (rv ${beat.rv}) written by ${beat.holder} while the lock was held by ${holder ?? 'nobody'}`);
-    const previous = lastSeq.get(beat.holder) ?? 0;
-    assert.ok(beat.seq > previous, `heartbeat seq of ${beat.holder} went from ${previous} to ${beat.seq}`);
-    lastSeq.set(beat.holder, beat.seq);
-    if (order.at(-1) !== beat.holder) order.push(beat.holder);
-  }
-  assert.deepEqual(order, expectedHolders, 'the sequence of heartbeat writers');
+  if (failed.length === 0) return;
+  const dir = process.env.LEADERHOOK_SPLIT_BRAIN_OUT ?? mkdtempSync(join(tmpdir(), 'leaderhook-split-brain-'));
+  mkdirSync(dir, { recursive: true });
+  const reports = failed.map(({ lock: each, violations }) => {
+    const file = join(dir, `${recording.namespace}-${each.name}.json`);
+    const recorded = toRecordedHistory(historyOf(recording, each), `recorded in namespace ${recording.namespace}: ${violations.length} violations`);
+    writeFileSync(file, `${JSON.stringify({ ...recorded, expect: [] }, null, 1)}\n`);
+    return `split brain over ${each.kind}/${each.name}: ${violations.length} violations\n${violations.map((v) => `- ${v.explanation}`).join('\n')}\nits history is saved in ${file}`;
+  });
+  const interruptions = recording.interruptions.length > 0 ? `\nrecording interruptions: ${recording.interruptions.join('; ')}` : '';
+  assert.fail(`${reports.join('\n')}${interruptions}`);
 }
 
 export interface Mark {
@@ -499,7 +323,7 @@ export function summary(recording: Recording): string {
     ([name, pod]) => `${name}: ${pod ? (pod.status?.phase ?? 'no phase') : 'gone'}, ${recording.logs.filter((line) => line.pod === name).length} log lines`,
   );
   const errors = recording.errors.map((error) => error.message);
-  return `recorded: ${recording.pods.length} pod, ${recording.configMaps.length} ConfigMap, ${recording.leases.length} Lease, ${recording.events.length} Event events; pods: ${pods.join('; ') || 'none'}${errors.length ? `; errors: ${errors.join('; ')}` : ''}`;
+  return `recorded: ${recording.pods.length} pod, ${recording.configMaps.length} ConfigMap, ${recording.leases.length} Lease, ${recording.events.length} Event events; pods: ${pods.join('; ') || 'none'}${errors.length ? `; errors: ${errors.join('; ')}` : ''}${recording.interruptions.length ? `; interruptions: ${recording.interruptions.join('; ')}` : ''}`;
 }
 
 /** waitFor, with what the recording holds named when it times out. */
@@ -562,33 +386,42 @@ export function assertBefore(first: { label: string; at: number | bigint | undef
  * heartbeats to: what every scenario needs to follow leadership from lock
  * to lock.
  */
-export interface LeaderLock<L> {
-  kind: 'ConfigMap' | 'Lease';
-  name: string;
-  heartbeat: string;
+export interface LeaderLock<L> extends LockUnderTest {
   /** Every recorded event of this lock, in arrival order. */
   events: (recording: Recording) => Observed<L>[];
   /** The pod that holds the lock; undefined when nobody does (a leaderless Lease). */
   holderOf: (lock: L | undefined) => string | undefined;
 }
 
-/** operator-lib's leader-for-life lock: its one ownerReference names the leader pod. */
+/** operator-lib's leader-for-life lock: its one ownerReference names the leader pod (the split-brain check: by UID). */
 export const lflLock: LeaderLock<V1ConfigMap> = {
   kind: 'ConfigMap',
   name: 'lfl-operator-lock',
   heartbeat: 'lfl-operator-lock-heartbeat',
   events: (recording) => recording.configMaps.filter((event) => event.object.metadata?.name === 'lfl-operator-lock'),
-  holderOf: (cm) => cm?.metadata?.ownerReferences?.[0]?.name,
+  holderOf: (cm) => lockHolderOf('ConfigMap', cm)?.pod,
 };
 
-/** controller-runtime's Lease: its holderIdentity is `hostname_uuid`, and a pod's hostname is its name. */
+/** controller-runtime's Lease: its holderIdentity is `hostname_uuid`, and a pod's hostname is its name (the split-brain check: the whole identity). */
 export const leaseLock: LeaderLock<V1Lease> = {
   kind: 'Lease',
   name: 'lease-operator-lock',
   heartbeat: 'lease-operator-lock-heartbeat',
   events: (recording) => recording.leases.filter((event) => event.object.metadata?.name === 'lease-operator-lock'),
-  holderOf: (lease) => lease?.spec?.holderIdentity?.replace(/_[^_]*$/, '') || undefined,
+  holderOf: (lease) => lockHolderOf('Lease', lease)?.pod,
 };
+
+/** The lock each operator of test/operators elects its leader by. */
+export function leaderLockOf(operator: string): LeaderLock<V1ConfigMap> | LeaderLock<V1Lease> {
+  switch (operator) {
+    case 'lfl-operator':
+      return lflLock;
+    case 'lease-operator':
+      return leaseLock;
+    default:
+      throw new Error(`no leader lock known for operator ${operator} (test/operators has lfl-operator and lease-operator)`);
+  }
+}
 
 /** The pod `name` as last seen by the recording; asserts it was seen with a UID. */
 export function observedPod(recording: Recording, name: string): V1Pod {
@@ -705,11 +538,15 @@ export async function failOverLease(scenario: Scenario): Promise<Failover<V1Leas
   return { leader, standby, ...(await deleteLeader(scenario, leaseLock, leader)) };
 }
 
-/** Observes a second more (heartbeats of the new leader), stops the recording and asserts it lost nothing. */
+/**
+ * Observes a second more (heartbeats of the new leader), stops the
+ * recording, asserts it lost nothing and runs the split-brain check on it.
+ */
 export async function finishRecording(recording: Recording): Promise<void> {
   await sleep(1000);
   await recording.stop();
   assert.deepEqual(recording.errors, []);
+  assertNoSplitBrain(recording);
 }
 
 // ---------------------------------------------------------------------------
@@ -821,9 +658,10 @@ export function assertOrderlyStop<L>(recording: Recording, lock: LeaderLock<L>, 
   assertBefore({ label: 'container exited', at: operatorExited(recording, leader)?.rv }, { label: 'pod object gone', at: podGone(recording, leader)?.rv });
 }
 
-/** Exactly one leader at every heartbeat of the whole recording, `holders` in turn. */
+/** Exactly one leader process at every heartbeat of the whole recording, and `holders` the pods that led, in turn. */
 export function assertOneLeaderThroughout<L>(recording: Recording, lock: LeaderLock<L>, holders: string[]): void {
-  assertOneLeaderAtEveryHeartbeat(heartbeats(recording, lock.heartbeat), lock.events(recording), lock.holderOf, holders);
+  assertNoSplitBrain(recording, lock);
+  assert.deepEqual(heartbeatWriters(recording, lock), holders, 'the sequence of heartbeat writers');
 }
 
 /**

@@ -24,7 +24,7 @@ func run(op *opshell.Operator) error {
 		return fmt.Errorf("creating API client: %w", err)
 	}
 
-	log.Info("trying", "pod", pod, "namespace", ns, "lock", opts.LockName)
+	log.Info("trying", "pod", pod, "podUID", op.PodUID, "namespace", ns, "lock", opts.LockName)
 	if err := leader.Become(ctx, opts.LockName, leader.WithClient(c)); err != nil {
 		if ctx.Err() != nil {
 			log.Info("stopped", "pod", pod, "leader", false)
@@ -32,10 +32,10 @@ func run(op *opshell.Operator) error {
 		}
 		return fmt.Errorf("becoming leader of lock %s/%s: %w", ns, opts.LockName, err)
 	}
-	log.Info("became leader", "pod", pod, "namespace", ns, "lock", opts.LockName)
+	log.Info("became leader", "pod", pod, "namespace", ns, "lock", opts.LockName, "lockIdentity", op.PodUID)
 
-	hb := &opshell.Heartbeat{Client: c, Namespace: ns, Name: opts.HeartbeatName(), Holder: pod, Interval: opts.HeartbeatInterval, Log: log}
-	if err := hb.Run(ctx); err != nil {
+	// operator-lib's lock is owned by this pod: its ownerReference carries the pod's UID.
+	if err := op.NewHeartbeat(c, op.PodUID).Run(ctx); err != nil {
 		return err
 	}
 	log.Info("stopped", "pod", pod, "leader", true)

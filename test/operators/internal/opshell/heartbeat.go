@@ -15,17 +15,42 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Heartbeat is the fake controller: while this pod acts as leader it writes who it is, a
-// sequence number and the time into one ConfigMap every Interval. Two pods acting as leader
-// at once show up as interleaved holders in the ConfigMap's history, which the failover
-// tests watch.
+// Heartbeat is the fake controller: while this process acts as leader it writes who it is, a
+// sequence number and the time into one ConfigMap every Interval. Two processes acting as
+// leader at once show up as interleaved writers in the ConfigMap's history, which the
+// failover tests watch (test/support/split-brain.ts checks it against the lock's history).
 type Heartbeat struct {
 	Client    client.Client
 	Namespace string
 	Name      string
-	Holder    string
-	Interval  time.Duration
-	Log       logr.Logger
+	// Holder is the pod's name: the one field of the first heartbeats, kept for readers of it.
+	Holder string
+	// PodUID tells this pod from an earlier pod of the same name (a StatefulSet's).
+	PodUID string
+	// ProcessID tells this process from the one before a container restart in the same pod.
+	ProcessID string
+	// LockIdentity is the holder identity the lock carries while this process holds it:
+	// the owner pod's UID on operator-lib's ConfigMap, controller-runtime's hostname_uuid on
+	// a Lease. The checker compares it with the lock at the heartbeat's revision.
+	LockIdentity string
+	Interval     time.Duration
+	Log          logr.Logger
+}
+
+// NewHeartbeat is the heartbeat of this operator process into opts.HeartbeatName(), for the
+// lock it holds as lockIdentity.
+func (op *Operator) NewHeartbeat(c client.Client, lockIdentity string) *Heartbeat {
+	return &Heartbeat{
+		Client:       c,
+		Namespace:    op.Namespace,
+		Name:         op.Opts.HeartbeatName(),
+		Holder:       op.Pod,
+		PodUID:       op.PodUID,
+		ProcessID:    op.ProcessID,
+		LockIdentity: lockIdentity,
+		Interval:     op.Opts.HeartbeatInterval,
+		Log:          op.Log,
+	}
 }
 
 // Run writes heartbeats until ctx ends. Write failures are logged and retried on the next
@@ -57,12 +82,21 @@ func (h *Heartbeat) Run(ctx context.Context) error {
 	}
 }
 
-func (h *Heartbeat) write(ctx context.Context, seq int64) error {
-	data := map[string]string{
-		"holder": h.Holder,
-		"seq":    strconv.FormatInt(seq, 10),
-		"time":   time.Now().UTC().Format(time.RFC3339Nano),
+// data is what one write puts into the ConfigMap: all of it, every time, so each revision
+// of the ConfigMap names its writer on its own.
+func (h *Heartbeat) data(seq int64, now time.Time) map[string]string {
+	return map[string]string{
+		"holder":       h.Holder,
+		"podUID":       h.PodUID,
+		"processID":    h.ProcessID,
+		"lockIdentity": h.LockIdentity,
+		"seq":          strconv.FormatInt(seq, 10),
+		"time":         now.UTC().Format(time.RFC3339Nano),
 	}
+}
+
+func (h *Heartbeat) write(ctx context.Context, seq int64) error {
+	data := h.data(seq, time.Now())
 	patch, err := json.Marshal(map[string]any{"data": data})
 	if err != nil {
 		return fmt.Errorf("encoding heartbeat patch: %w", err)

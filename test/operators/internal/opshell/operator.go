@@ -12,13 +12,15 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// Operator is what both operators under test start from: their identity,
-// flags, a context that ends on SIGTERM (after --shutdown-delay, unless
-// --ignore-sigterm), and the cluster configuration.
+// Operator is what both operators under test start from: their identity (pod name and UID,
+// and an id of this process), flags, a context that ends on SIGTERM (after
+// --shutdown-delay, unless --ignore-sigterm), and the cluster configuration.
 type Operator struct {
 	Log       logr.Logger
 	Opts      Options
 	Pod       string
+	PodUID    string
+	ProcessID string
 	Namespace string
 	Ctx       context.Context
 	Config    *rest.Config
@@ -28,10 +30,18 @@ type Operator struct {
 // environment, runs it, and exits 1 with a log line on error.
 func Main(program, defaultLock string, run func(*Operator) error) {
 	log := NewLogger().WithName(program)
+	processID, err := NewProcessID()
+	if err != nil {
+		log.Error(err, "exiting")
+		os.Exit(1)
+	}
+	// Every line names the process that wrote it, operator-lib's and controller-runtime's
+	// too: the failover tests attribute lines to a process, not only to a container.
+	log = log.WithValues("processID", processID)
 	logf.SetLogger(log)
 	// client-go (leader election among others) logs through klog: same stream, same format.
 	klog.SetLogger(log)
-	op, err := setUp(log, program, defaultLock)
+	op, err := setUp(log, program, defaultLock, processID)
 	if err == nil {
 		err = run(op)
 	}
@@ -41,12 +51,16 @@ func Main(program, defaultLock string, run func(*Operator) error) {
 	}
 }
 
-func setUp(log logr.Logger, program, defaultLock string) (*Operator, error) {
+func setUp(log logr.Logger, program, defaultLock, processID string) (*Operator, error) {
 	opts, err := ParseFlags(program, defaultLock, os.Args[1:])
 	if err != nil {
 		return nil, err
 	}
 	pod, err := PodName()
+	if err != nil {
+		return nil, err
+	}
+	podUID, err := PodUID()
 	if err != nil {
 		return nil, err
 	}
@@ -62,5 +76,5 @@ func setUp(log logr.Logger, program, defaultLock string) (*Operator, error) {
 	}
 	// The heartbeat writes 10 times a second; client-go's default rate limit would stretch it.
 	cfg.QPS, cfg.Burst = 50, 100
-	return &Operator{Log: log, Opts: opts, Pod: pod, Namespace: ns, Ctx: ctx, Config: cfg}, nil
+	return &Operator{Log: log, Opts: opts, Pod: pod, PodUID: podUID, ProcessID: processID, Namespace: ns, Ctx: ctx, Config: cfg}, nil
 }
