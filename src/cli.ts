@@ -4,11 +4,12 @@
  *   leaderhook webhook   the mutating admission webhook
  *   leaderhook release   the release hook, run as a native sidecar in operator pods
  *   leaderhook inject    the webhook's injection, offline, on manifests (GitOps)
+ *   leaderhook check     is leaderhook installed and working in this cluster?
  *   leaderhook version   print the version
  * Each command loads only its own modules, so the hook never carries the
  * webhook's HTTP stack, nor the tools' modules, into operator pods.
  */
-import { injectFlags, releaseFlags, webhookFlags } from './commands/flags.ts';
+import { checkFlags, injectFlags, releaseFlags, webhookFlags } from './commands/flags.ts';
 import { parseFlags, UsageError, usage, type FlagSpec, type FlagValues } from './flags.ts';
 import { version } from './version.ts';
 
@@ -28,6 +29,11 @@ const commands: Record<string, { summary: string; flags: FlagSpec[]; run: (value
     summary: 'Inject the release hook into the Pods and workloads of manifests, as the webhook would, and print them (for GitOps).',
     flags: injectFlags,
     run: async (values) => (await import('./commands/inject.ts')).runInjectCommand(values),
+  },
+  check: {
+    summary: 'Check that leaderhook is installed and working: one line per check, exit 1 when any fails.',
+    flags: checkFlags,
+    run: async (values) => (await import('./commands/check.ts')).runCheckCommand(values),
   },
   version: {
     summary: 'Print the version.',

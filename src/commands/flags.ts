@@ -168,3 +168,40 @@ export const injectFlags: FlagSpec[] = [
   },
   ...injectionFlags.map((f) => (f.name === 'hook-image' ? injectHookImageFlag : f)),
 ];
+
+export const checkFlags: FlagSpec[] = [
+  {
+    name: 'kubeconfig',
+    kind: 'string',
+    env: 'KUBECONFIG',
+    help: 'kubeconfig to use; unset: the first file of $KUBECONFIG, else ~/.kube/config, else the in-cluster service account',
+  },
+  { name: 'context', kind: 'string', env: 'LEADERHOOK_CONTEXT', help: "kubeconfig context to use instead of the file's current-context" },
+  {
+    name: 'namespace',
+    kind: 'string',
+    env: 'LEADERHOOK_NAMESPACE',
+    help: 'check only this namespace; unset: every namespace labelled leaderhook.io/injection=enabled or required',
+  },
+  {
+    name: 'webhook-configuration',
+    kind: 'string',
+    env: 'LEADERHOOK_WEBHOOK_CONFIGURATION',
+    default: 'leaderhook',
+    help: "name of leaderhook's MutatingWebhookConfiguration; the webhook Service is the one it calls",
+  },
+  {
+    name: 'tls-secret',
+    kind: 'string',
+    env: 'LEADERHOOK_TLS_SECRET',
+    default: 'leaderhook-webhook-tls',
+    help: "Secret in the webhook Service's namespace that holds the serving certificate (tls.crt, tls.key)",
+  },
+  {
+    name: 'request-timeout',
+    kind: 'milliseconds',
+    env: 'LEADERHOOK_REQUEST_TIMEOUT',
+    default: '10s',
+    help: 'give up an API request after this long',
+  },
+];

@@ -80,6 +80,7 @@ test('every command has --help that names its flags and their env variables', as
     ['webhook', '--grace-period-floor', 'LEADERHOOK_GRACE_PERIOD_FLOOR'],
     ['release', '--margin', 'LEADERHOOK_MARGIN'],
     ['inject', '--grace-period-floor', 'LEADERHOOK_GRACE_PERIOD_FLOOR'],
+    ['check', '--kubeconfig', 'KUBECONFIG'],
   ] as const) {
     const r = await run(command, '--help');
     assert.equal(r.status, 0, r.stderr);
