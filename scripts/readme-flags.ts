@@ -4,7 +4,7 @@
  * `--check` only reports (the unit tests run it).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { releaseFlags, webhookFlags } from '../src/commands/flags.ts';
+import { checkFlags, injectFlags, releaseFlags, webhookFlags } from '../src/commands/flags.ts';
 import { markdownTable } from '../src/flags.ts';
 
 const readmePath = new URL('../README.md', import.meta.url);
@@ -14,6 +14,8 @@ export function renderReadme(readme: string): string {
   for (const [name, specs] of [
     ['webhook', webhookFlags],
     ['release', releaseFlags],
+    ['inject', injectFlags],
+    ['check', checkFlags],
   ] as const) {
     const begin = `<!-- flags:${name} -->`;
     const end = `<!-- /flags:${name} -->`;

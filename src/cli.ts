@@ -3,15 +3,18 @@
  * leaderhook: one binary, one image, two roles.
  *   leaderhook webhook   the mutating admission webhook
  *   leaderhook release   the release hook, run as a native sidecar in operator pods
+ *   leaderhook inject    the webhook's injection, offline, on manifests (GitOps)
+ *   leaderhook check     is leaderhook installed and working in this cluster?
  *   leaderhook version   print the version
  * Each command loads only its own modules, so the hook never carries the
- * webhook's HTTP stack into operator pods.
+ * webhook's HTTP stack, nor the tools' modules, into operator pods.
  */
-import { releaseFlags, webhookFlags } from './commands/flags.ts';
+import { checkFlags, injectFlags, releaseFlags, webhookFlags } from './commands/flags.ts';
 import { parseFlags, UsageError, usage, type FlagSpec, type FlagValues } from './flags.ts';
 import { version } from './version.ts';
 
-const commands: Record<string, { summary: string; flags: FlagSpec[]; run: (values: FlagValues) => Promise<void> }> = {
+/** A command's run resolves to its exit code; to anything else (nothing) for 0. */
+const commands: Record<string, { summary: string; flags: FlagSpec[]; run: (values: FlagValues) => Promise<unknown> }> = {
   webhook: {
     summary: 'Serve the mutating admission webhook that injects the release hook into pods of opted-in namespaces.',
     flags: webhookFlags,
@@ -21,6 +24,16 @@ const commands: Record<string, { summary: string; flags: FlagSpec[]; run: (value
     summary: "Run the release hook: free this pod's leader lock once the operator has provably stopped, and locks whose holder can never run again.",
     flags: releaseFlags,
     run: async (values) => (await import('./commands/release.ts')).runReleaseCommand(values),
+  },
+  inject: {
+    summary: 'Inject the release hook into the Pods and workloads of manifests, as the webhook would, and print them (for GitOps).',
+    flags: injectFlags,
+    run: async (values) => (await import('./commands/inject.ts')).runInjectCommand(values),
+  },
+  check: {
+    summary: 'Check that leaderhook is installed and working: one line per check, exit 1 when any fails.',
+    flags: checkFlags,
+    run: async (values) => (await import('./commands/check.ts')).runCheckCommand(values),
   },
   version: {
     summary: 'Print the version.',
@@ -61,8 +74,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   try {
-    await command.run(values);
-    return 0;
+    const code = await command.run(values);
+    return typeof code === 'number' ? code : 0;
   } catch (error) {
     if (error instanceof UsageError) {
       process.stderr.write(`leaderhook ${name}: ${error.message}\n`);

@@ -10,6 +10,8 @@ export type FlagKind = 'string' | 'boolean' | 'seconds' | 'milliseconds' | 'inte
 
 export interface FlagSpec {
   name: string;
+  /** A one-letter alias, as kubectl's -f for --filename. */
+  short?: string;
   kind: FlagKind;
   env: string;
   default?: string;
@@ -51,8 +53,10 @@ function convert(flag: FlagSpec, raw: string | boolean, source: string): string 
 }
 
 export function parseFlags(specs: FlagSpec[], argv: string[], env: NodeJS.ProcessEnv): FlagValues {
-  const options: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
-  for (const spec of specs) options[spec.name] = { type: spec.kind === 'boolean' ? 'boolean' : 'string' };
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = { help: { type: 'boolean' } };
+  for (const spec of specs) {
+    options[spec.name] = { type: spec.kind === 'boolean' ? 'boolean' : 'string', ...(spec.short ? { short: spec.short } : {}) };
+  }
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({ args: argv, options, allowPositionals: false, strict: true });
@@ -74,7 +78,7 @@ export function usage(command: string, summary: string, specs: FlagSpec[]): stri
   const rows = specs.map((s) => {
     const value = s.kind === 'boolean' ? '' : ` <${s.kind === 'string' ? 'value' : s.kind}>`;
     const def = s.default !== undefined && s.default !== '' ? ` (default ${s.default})` : '';
-    return `  --${s.name}${value}\n      ${s.help}${def}\n      env: ${s.env}`;
+    return `  ${s.short ? `-${s.short}, ` : ''}--${s.name}${value}\n      ${s.help}${def}\n      env: ${s.env}`;
   });
   return `Usage: leaderhook ${command} [flags]\n\n${summary}\n\nFlags:\n${rows.join('\n')}\n  --help\n      show this help\n`;
 }
@@ -82,6 +86,9 @@ export function usage(command: string, summary: string, specs: FlagSpec[]): stri
 /** Markdown table of a command's flags, for the README. */
 export function markdownTable(specs: FlagSpec[]): string {
   const lines = ['| flag | env | default | meaning |', '| --- | --- | --- | --- |'];
-  for (const s of specs) lines.push(`| \`--${s.name}\` | \`${s.env}\` | ${s.default ? `\`${s.default}\`` : ''} | ${s.help} |`);
+  for (const s of specs) {
+    const flag = `${s.short ? `\`-${s.short}\`, ` : ''}\`--${s.name}\``;
+    lines.push(`| ${flag} | \`${s.env}\` | ${s.default ? `\`${s.default}\`` : ''} | ${s.help} |`);
+  }
   return lines.join('\n');
 }

@@ -2,30 +2,11 @@
 import type { FlagSpec } from '../flags.ts';
 import { releaseDefaults } from '../releaser/defaults.ts';
 
-export const webhookFlags: FlagSpec[] = [
-  { name: 'listen', kind: 'string', env: 'LEADERHOOK_LISTEN', default: '0.0.0.0:8443', help: 'address and port to serve HTTPS on' },
-  {
-    name: 'tls-cert-file',
-    kind: 'string',
-    env: 'LEADERHOOK_TLS_CERT_FILE',
-    default: '/etc/leaderhook/tls/tls.crt',
-    help: 'serving certificate (PEM), reloaded when it changes',
-  },
-  {
-    name: 'tls-key-file',
-    kind: 'string',
-    env: 'LEADERHOOK_TLS_KEY_FILE',
-    default: '/etc/leaderhook/tls/tls.key',
-    help: 'private key of the serving certificate (PEM)',
-  },
-  {
-    name: 'dev',
-    kind: 'boolean',
-    env: 'LEADERHOOK_DEV',
-    default: 'false',
-    help: 'development mode: create a CA and a serving certificate in --certs-dir when missing, serve on 127.0.0.1:8443',
-  },
-  { name: 'certs-dir', kind: 'string', env: 'LEADERHOOK_CERTS_DIR', default: 'certs', help: 'where --dev keeps its CA and serving certificate' },
+/**
+ * What the webhook puts into every pod it injects. `leaderhook inject` reads
+ * the same specs, so the offline injector and the webhook share defaults.
+ */
+export const injectionFlags: FlagSpec[] = [
   {
     name: 'hook-image',
     kind: 'string',
@@ -88,6 +69,33 @@ export const webhookFlags: FlagSpec[] = [
     default: 'false',
     help: 'inject hooks in observe mode: they log and record Events for what they would release, and release nothing',
   },
+];
+
+export const webhookFlags: FlagSpec[] = [
+  { name: 'listen', kind: 'string', env: 'LEADERHOOK_LISTEN', default: '0.0.0.0:8443', help: 'address and port to serve HTTPS on' },
+  {
+    name: 'tls-cert-file',
+    kind: 'string',
+    env: 'LEADERHOOK_TLS_CERT_FILE',
+    default: '/etc/leaderhook/tls/tls.crt',
+    help: 'serving certificate (PEM), reloaded when it changes',
+  },
+  {
+    name: 'tls-key-file',
+    kind: 'string',
+    env: 'LEADERHOOK_TLS_KEY_FILE',
+    default: '/etc/leaderhook/tls/tls.key',
+    help: 'private key of the serving certificate (PEM)',
+  },
+  {
+    name: 'dev',
+    kind: 'boolean',
+    env: 'LEADERHOOK_DEV',
+    default: 'false',
+    help: 'development mode: create a CA and a serving certificate in --certs-dir when missing, serve on 127.0.0.1:8443',
+  },
+  { name: 'certs-dir', kind: 'string', env: 'LEADERHOOK_CERTS_DIR', default: 'certs', help: 'where --dev keeps its CA and serving certificate' },
+  ...injectionFlags,
   { name: 'body-limit', kind: 'integer', env: 'LEADERHOOK_BODY_LIMIT', default: String(3 * 1024 * 1024), help: 'largest AdmissionReview accepted, in bytes' },
 ];
 
@@ -141,5 +149,59 @@ export const releaseFlags: FlagSpec[] = [
     kind: 'string',
     env: 'LEADERHOOK_KUBECONFIG',
     help: 'kubeconfig to use instead of the in-cluster service account (for running outside a pod)',
+  },
+];
+
+/** The hook image as `inject` explains it: there is no --dev to default it. */
+const injectHookImageFlag: FlagSpec = {
+  ...injectionFlags.find((f) => f.name === 'hook-image')!,
+  help: 'image of the release hook: the leaderhook image your webhook runs, with a tag or digest; required',
+};
+
+export const injectFlags: FlagSpec[] = [
+  {
+    name: 'filename',
+    short: 'f',
+    kind: 'string',
+    env: 'LEADERHOOK_INJECT_FILENAME',
+    help: 'manifest to inject (YAML or JSON, several documents, kind: List); - reads stdin',
+  },
+  ...injectionFlags.map((f) => (f.name === 'hook-image' ? injectHookImageFlag : f)),
+];
+
+export const checkFlags: FlagSpec[] = [
+  {
+    name: 'kubeconfig',
+    kind: 'string',
+    env: 'KUBECONFIG',
+    help: 'kubeconfig to use; unset: the first file of $KUBECONFIG, else ~/.kube/config, else the in-cluster service account',
+  },
+  { name: 'context', kind: 'string', env: 'LEADERHOOK_CONTEXT', help: "kubeconfig context to use instead of the file's current-context" },
+  {
+    name: 'namespace',
+    kind: 'string',
+    env: 'LEADERHOOK_NAMESPACE',
+    help: 'check only this namespace; unset: every namespace labelled leaderhook.io/injection=enabled or required',
+  },
+  {
+    name: 'webhook-configuration',
+    kind: 'string',
+    env: 'LEADERHOOK_WEBHOOK_CONFIGURATION',
+    default: 'leaderhook',
+    help: "name of leaderhook's MutatingWebhookConfiguration; the webhook Service is the one it calls",
+  },
+  {
+    name: 'tls-secret',
+    kind: 'string',
+    env: 'LEADERHOOK_TLS_SECRET',
+    default: 'leaderhook-webhook-tls',
+    help: "Secret in the webhook Service's namespace that holds the serving certificate (tls.crt, tls.key)",
+  },
+  {
+    name: 'request-timeout',
+    kind: 'milliseconds',
+    env: 'LEADERHOOK_REQUEST_TIMEOUT',
+    default: '10s',
+    help: 'give up an API request after this long',
   },
 ];

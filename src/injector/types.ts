@@ -59,3 +59,15 @@ export interface WorkloadResult {
   /** What the injector would warn about on each of its pods; shown by kubectl on the workload itself. */
   warnings: string[];
 }
+
+/**
+ * A workload's pod template injected as the webhook would inject each of its
+ * pods, for `leaderhook inject`: the patch is against the workload object.
+ */
+export interface WorkloadInjection {
+  reason: InjectionReason;
+  message: string;
+  /** JSON Patch against the workload; its paths lead into the pod template. Empty when nothing changes. */
+  patch: Operation[];
+  warnings: string[];
+}

@@ -14,9 +14,9 @@
  */
 import type { V1PodTemplateSpec } from '@kubernetes/client-node';
 import { injectPod } from './index.ts';
-import type { InjectionSettings, WorkloadReason, WorkloadResult } from './types.ts';
+import type { InjectionSettings, WorkloadInjection, WorkloadReason, WorkloadResult } from './types.ts';
 
-export type { WorkloadReason, WorkloadResult } from './types.ts';
+export type { WorkloadInjection, WorkloadReason, WorkloadResult } from './types.ts';
 
 /** A workload kind whose objects carry a pod template, and where it sits. */
 export interface WorkloadKind {
@@ -82,6 +82,33 @@ export function workloadWarnings(workload: unknown, settings: InjectionSettings)
     return noResult('templateClean', 'its pods would be injected with nothing to warn about');
   }
   return { reason: 'templateWarnings', message: `its pods would be injected with ${result.warnings.length} warning(s)`, warnings: result.warnings };
+}
+
+/**
+ * The pod template of a workload injected, for manifests rendered offline
+ * (`leaderhook inject`) instead of admitted through the webhook: the template
+ * gets what each of its pods would get, so the pods come out the same, and
+ * the webhook then finds them already injected. The patch is the pod's,
+ * moved under the template's path; undefined when the object is not a
+ * workload kind leaderhook knows.
+ */
+export function injectWorkload(workload: unknown, settings: InjectionSettings): WorkloadInjection | undefined {
+  const kind = workloadKindOf(workload);
+  if (kind === undefined) return undefined;
+  const template = valueAt(workload, kind.templatePath);
+  // Unlike podFromTemplate, no metadata is made up: the patch must add one where the template has none.
+  const { metadata, spec } = (isRecord(template) ? template : {}) as V1PodTemplateSpec;
+  const result = injectPod({ apiVersion: 'v1', kind: 'Pod', ...(metadata ? { metadata } : {}), spec }, settings);
+  if (result.reason === 'notAPod') {
+    return { reason: 'notAPod', message: `the ${kind.kind} has no ${kind.templatePath.join('.')}.spec.containers list`, patch: [], warnings: [] };
+  }
+  const prefix = `/${kind.templatePath.join('/')}`;
+  return {
+    reason: result.reason,
+    message: result.message,
+    patch: result.patch.map((op) => ({ ...op, path: prefix + op.path })),
+    warnings: result.warnings,
+  };
 }
 
 function noResult(reason: WorkloadReason, message: string): WorkloadResult {

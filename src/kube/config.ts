@@ -17,6 +17,24 @@ export interface ClusterConfig {
   namespace?: string;
   /** Where this configuration came from, for log lines and errors. */
   source: string;
+  /**
+   * The kubeconfig user's credential plugin, when it has one: data only. The
+   * hook never runs it (it has its service account); `leaderhook check`
+   * does, as kubectl would (src/check/exec-credential.ts).
+   */
+  exec?: ExecPlugin;
+}
+
+/** A kubeconfig `user.exec` (client.authentication.k8s.io): a command that prints an ExecCredential. */
+export interface ExecPlugin {
+  apiVersion: string;
+  command: string;
+  args: string[];
+  env: { name: string; value: string }[];
+  provideClusterInfo: boolean;
+  installHint?: string;
+  /** The kubeconfig's directory: a relative command path is resolved from it. */
+  dir: string;
 }
 
 export const serviceAccountDir = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -65,8 +83,9 @@ interface KubeconfigFile {
 
 /**
  * A kubeconfig file, minimal: one context's server, CA, client certificate
- * or token (inline, from files, or `tokenFile`). Exec and auth-provider
- * plugins are not supported — the hook runs with a service account. The YAML
+ * or token (inline, from files, or `tokenFile`). An exec plugin is read
+ * but not run (ClusterConfig.exec); auth-provider plugins are not supported —
+ * the hook runs with a service account. The YAML
  * parser is loaded only here, and only for a file that is not JSON, so the
  * in-cluster path never pays for it.
  */
@@ -116,5 +135,18 @@ export async function kubeconfigConfig(path: string, contextName?: string): Prom
   const servername = str(cluster['tls-server-name']);
   if (servername) config.servername = servername;
   if (context.namespace) config.namespace = context.namespace;
+  const exec = user.exec as Record<string, unknown> | undefined;
+  const command = str(exec?.command);
+  if (exec && command) {
+    config.exec = {
+      apiVersion: str(exec.apiVersion) ?? 'client.authentication.k8s.io/v1',
+      command,
+      args: Array.isArray(exec.args) ? exec.args.map(String) : [],
+      env: Array.isArray(exec.env) ? (exec.env as { name: string; value: string }[]) : [],
+      provideClusterInfo: exec.provideClusterInfo === true,
+      ...(str(exec.installHint) ? { installHint: str(exec.installHint) } : {}),
+      dir: base,
+    };
+  }
   return config;
 }

@@ -18,11 +18,17 @@ interface Exit {
 
 /** Runs the CLI; when it has not exited within EXIT_TIMEOUT_MS, kills it by its PID and rejects. */
 function run(...args: string[]): Promise<Exit> {
+  return runWithInput(undefined, ...args);
+}
+
+/** Runs the CLI with `input` on its stdin (at its end at once when undefined). */
+function runWithInput(input: string | undefined, ...args: string[]): Promise<Exit> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [cli, ...args], {
-      env: { ...process.env, LEADERHOOK_GRACE_PERIOD_FLOOR: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, LEADERHOOK_GRACE_PERIOD_FLOOR: '', LEADERHOOK_HOOK_IMAGE: '' },
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
+    child.stdin.end(input ?? '');
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
@@ -73,6 +79,8 @@ test('every command has --help that names its flags and their env variables', as
   for (const [command, flag, env] of [
     ['webhook', '--grace-period-floor', 'LEADERHOOK_GRACE_PERIOD_FLOOR'],
     ['release', '--margin', 'LEADERHOOK_MARGIN'],
+    ['inject', '--grace-period-floor', 'LEADERHOOK_GRACE_PERIOD_FLOOR'],
+    ['check', '--kubeconfig', 'KUBECONFIG'],
   ] as const) {
     const r = await run(command, '--help');
     assert.equal(r.status, 0, r.stderr);
@@ -98,4 +106,36 @@ test('an unknown command exits 2 and lists the commands', async () => {
   assert.equal(r.status, 2);
   assert.match(r.stderr, /unknown command "frobnicate"/);
   assert.match(r.stderr, /webhook/);
+});
+
+const operatorPod = 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: op\nspec:\n  containers:\n  - name: op\n    image: example.com/op:1\n';
+
+test('inject -f - reads stdin and writes the injected pod to stdout, its warnings to stderr', async () => {
+  const r = await runWithInput(
+    operatorPod.replace('spec:\n', 'spec:\n  terminationGracePeriodSeconds: 1\n'),
+    'inject',
+    '-f',
+    '-',
+    '--hook-image=registry.example.com/leaderhook:1.0.0',
+  );
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /name: leaderhook-release\n\s+image: registry.example.com\/leaderhook:1.0.0\n/);
+  assert.match(r.stdout, /terminationGracePeriodSeconds: 10\n/, "the webhook's default floor");
+  assert.match(r.stderr, /^Warning: document 1 \(Pod op\): terminationGracePeriodSeconds 1s -> 10s/);
+});
+
+test('inject refuses bad input with exit 1 and nothing on stdout, and a missing hook image with exit 2', async () => {
+  const bad = await runWithInput(`${operatorPod}---\nkind: [\n`, 'inject', '-f', '-', '--hook-image=registry.example.com/leaderhook:1.0.0');
+  assert.equal(bad.status, 1);
+  assert.equal(bad.stdout, '');
+  assert.match(bad.stderr, /^leaderhook inject: stdin: document 2 \(line \d+, column \d+\): not valid YAML/);
+
+  const missing = await run('inject', '-f', path.join(import.meta.dirname, 'no-such-file.yaml'), '--hook-image=registry.example.com/leaderhook:1.0.0');
+  assert.equal(missing.status, 1);
+  assert.match(missing.stderr, /no-such-file.yaml: cannot read it: ENOENT/);
+
+  const noImage = await runWithInput(operatorPod, 'inject', '-f', '-');
+  assert.equal(noImage.status, 2);
+  assert.equal(noImage.stdout, '');
+  assert.match(noImage.stderr, /--hook-image is not set/);
 });

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkHookImage, HOOK_IMAGE_PLACEHOLDER } from '../../../src/commands/webhook.ts';
+import { checkHookImage, HOOK_IMAGE_PLACEHOLDER } from '../../../src/commands/injection-settings.ts';
 import { UsageError } from '../../../src/flags.ts';
 import { version } from '../../../src/version.ts';
 

@@ -1,0 +1,137 @@
+/**
+ * `leaderhook check` as a process, through the project's own API client and
+ * a kubeconfig, against the in-memory cluster served on loopback HTTP: the
+ * lines it prints, the summary and the exit code.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { KubeApiError } from '../../../src/kube/errors.ts';
+import { createCertificateAuthority, issueServingCertificate, WEBHOOK_SERVICE_NAMES } from '../../../src/webhook/devcerts.ts';
+import { type FakeCluster, fakeApi, healthyCluster } from './fake-cluster.ts';
+
+const cli = path.join(import.meta.dirname, '../../../src/cli.ts');
+const EXIT_TIMEOUT_MS = 20_000;
+
+/** Serves `cluster` as an API server would: JSON bodies, a Status with the code on errors. */
+function serve(cluster: FakeCluster): Promise<Server> {
+  const api = fakeApi(cluster);
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const query = Object.fromEntries(url.searchParams);
+    let body = '';
+    req.setEncoding('utf8').on('data', (c: string) => {
+      body += c;
+    });
+    req.on('end', async () => {
+      try {
+        const answer = req.method === 'POST' ? await api.post(url.pathname, JSON.parse(body), query) : await api.get(url.pathname, query);
+        res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(answer));
+      } catch (error) {
+        const status = error instanceof KubeApiError ? error.status : 500;
+        res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify({ kind: 'Status', code: status, message: String(error) }));
+      }
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+function check(...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [cli, 'check', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KUBECONFIG: '' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => {
+      stdout += c;
+    });
+    child.stderr.setEncoding('utf8').on('data', (c: string) => {
+      stderr += c;
+    });
+    const timer = setTimeout(() => {
+      if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
+      reject(new Error(`leaderhook check did not exit within ${EXIT_TIMEOUT_MS} ms; killed PID ${child.pid}`));
+    }, EXIT_TIMEOUT_MS);
+    child.on('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
+
+describe('leaderhook check, the command', () => {
+  let dir: string;
+  let cluster: FakeCluster;
+  let server: Server;
+  let kubeconfig: string;
+  before(async () => {
+    const ca = await createCertificateAuthority('leaderhook command test CA');
+    cluster = healthyCluster(ca, await issueServingCertificate(ca, WEBHOOK_SERVICE_NAMES));
+    server = await serve(cluster);
+    dir = await mkdtemp(path.join(tmpdir(), 'leaderhook-check-'));
+    kubeconfig = path.join(dir, 'kubeconfig');
+    const { port } = server.address() as AddressInfo;
+    await writeFile(
+      kubeconfig,
+      JSON.stringify({
+        'current-context': 'fake',
+        contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'admin' } }],
+        clusters: [{ name: 'fake', cluster: { server: `http://127.0.0.1:${port}` } }],
+        users: [{ name: 'admin', user: { token: 'admin-token' } }],
+      }),
+    );
+  });
+  after(async () => {
+    server?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('prints one ✓ line per check and the summary, and exits 0 on a healthy install', async () => {
+    const r = await check('--kubeconfig', kubeconfig);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    const lines = r.stdout.trimEnd().split('\n');
+    assert.equal(lines.length, 10);
+    assert.ok(
+      lines.slice(0, -1).every((l) => l.startsWith('✓ ')),
+      r.stdout,
+    );
+    assert.match(lines[0]!, /^✓ API server: http:\/\/127.0.0.1:\d+\/ \(kubeconfig .* context fake\): Kubernetes v1.34.4, as kubernetes-admin$/);
+    assert.equal(lines.at(-1), 'all 9 checks passed');
+  });
+
+  it('exits 1 when a check fails, naming it with its remedy', async () => {
+    cluster.readyEndpoints = 0;
+    try {
+      const r = await check('--kubeconfig', kubeconfig, '--namespace', 'ops');
+      assert.equal(r.status, 1);
+      assert.match(r.stdout, /^✗ webhook endpoints: .* — fix: /m);
+      assert.match(r.stdout, /^1 of 9 checks failed$/m);
+    } finally {
+      cluster.readyEndpoints = 2;
+    }
+  });
+
+  it('exits 1 after one check when the API server cannot be reached, and 2 without any kubeconfig', async () => {
+    const unreachable = path.join(dir, 'unreachable');
+    await writeFile(
+      unreachable,
+      JSON.stringify({
+        'current-context': 'c',
+        contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+        clusters: [{ name: 'c', cluster: { server: 'http://127.0.0.1:1' } }],
+        users: [{ name: 'u', user: {} }],
+      }),
+    );
+    const r = await check('--kubeconfig', unreachable);
+    assert.equal(r.status, 1);
+    assert.match(r.stdout, /^✗ API server: http:\/\/127.0.0.1:1\/ .*ECONNREFUSED.* — fix: check --kubeconfig and --context/);
+    assert.equal(r.stdout.trimEnd().split('\n')[1], '1 of 1 checks failed', 'nothing else is tried');
+    const none = await check('--kubeconfig', path.join(dir, 'missing'));
+    assert.equal(none.status, 2);
+    assert.match(none.stderr, /--kubeconfig: no file .*missing/);
+  });
+});
