@@ -26,11 +26,13 @@
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
-import { heartbeats, type Recording } from '../support/failover.ts';
+import { type Recording, splitBrainViolations } from '../support/failover.ts';
 import { createOperatorsNamespace, followFailover, lockOf, type OperatorName, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
 import { core } from '../support/kube.ts';
 import { deleteNamespaceAndWait, installLeaderhook, kubectl } from '../support/leaderhook.ts';
-import type { RunRecord, TrialRecord } from './failover-trials.ts';
+import type { LockUnderTest } from '../support/split-brain.ts';
+import { writeReport } from './failover-report.ts';
+import { parseRecords, type RunRecord, type TrialRecord } from './failover-trials.ts';
 
 interface Scenario {
   name: string;
@@ -92,27 +94,21 @@ function hold(namespace: string, pod: string, on: boolean): void {
 }
 
 /**
- * Heartbeats written while the lock at that revision named another pod:
- * heartbeats and lock writes merged in etcd revision order (one etcd: one
- * counter), each heartbeat checked against the holder of the newest lock
- * write before it.
+ * Split-brain episodes (test/support/split-brain.ts: a heartbeat by a process
+ * not holding the lock at that revision, two processes writing in turns...)
+ * that began at or after revision `fromRv`: this trial's.
  */
-function splitBrainWrites(recording: Recording, operator: OperatorName, from: number, to: number): number {
-  const lock = lockOf(operator);
-  const writes = [
-    ...lock.events(recording).map((event) => ({ rv: event.rv, holder: event.type === 'DELETED' ? undefined : lock.holderOf(event.object) })),
-  ].sort((a, b) => (a.rv < b.rv ? -1 : a.rv > b.rv ? 1 : 0));
-  let violations = 0;
-  for (const beat of heartbeats(recording, lock.heartbeat)) {
-    if (beat.at < from || beat.at > to) continue;
-    let holder: string | undefined;
-    for (const write of writes) {
-      if (write.rv > beat.rv) break;
-      holder = write.holder;
-    }
-    if (beat.holder !== holder) violations++;
+function splitBrainSince(recording: Recording, operator: OperatorName, fromRv: bigint): number {
+  return splitBrainViolations(recording, lockOf(operator) as LockUnderTest).filter((v) => v.firstRv >= fromRv).length;
+}
+
+/** The newest revision the recording has seen, of any object: where a trial's window starts. */
+function newestRv(recording: Recording): bigint {
+  let rv = 0n;
+  for (const list of [recording.configMaps, recording.leases, recording.pods]) {
+    for (const event of list) if (event.rv > rv) rv = event.rv;
   }
-  return violations;
+  return rv;
 }
 
 async function runLoop(scenario: Scenario, ns: OperatorsNamespace): Promise<void> {
@@ -121,6 +117,7 @@ async function runLoop(scenario: Scenario, ns: OperatorsNamespace): Promise<void
   for (let trial = 1; trial <= trials; trial++) {
     const leader = await waitForLeader(ns.recording, scenario.operator, ns.name, steadySince, 180_000);
     if (scenario.stuckTerminating) hold(ns.name, leader, true);
+    const fromRv = newestRv(ns.recording);
     const deleteIssued = Date.now();
     await core.deleteNamespacedPod({ name: leader, namespace: ns.name });
     const outcome = await followFailover(ns.recording, scenario.operator, leader, deleteIssued, { timeoutMs, untilOldPodGone: !scenario.stuckTerminating });
@@ -132,7 +129,7 @@ async function runLoop(scenario: Scenario, ns: OperatorsNamespace): Promise<void
       withLeaderhook: ns.withLeaderhook,
       trial,
       ...timeline,
-      splitBrain: splitBrainWrites(ns.recording, scenario.operator, deleteIssued - 1000, Date.now()),
+      splitBrain: splitBrainSince(ns.recording, scenario.operator, fromRv),
     };
     appendFileSync(out, `${JSON.stringify(record)}\n`);
     const newLeader = outcome.newLeaderMs === undefined ? `never within ${timeoutMs / 1000} s` : `${(outcome.newLeaderMs / 1000).toFixed(2)} s`;
@@ -186,6 +183,10 @@ async function main(): Promise<void> {
   lines[0] = JSON.stringify({ ...run, finishedAt: new Date().toISOString() });
   writeFileSync(out, lines.join('\n'));
   say(`done in ${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s: ${out}`);
+  if (values.docs) {
+    const written = await writeReport(parseRecords(readFileSync(out, 'utf8')), values.docs);
+    say(`rendered ${written.join(', ')}`);
+  }
 }
 
 await main();

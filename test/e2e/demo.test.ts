@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { report } from '../../scripts/demo/report.ts';
 import { deleteDemoNamespaces, type Outcome, runDemoScenario } from '../../scripts/demo/scenario.ts';
-import { RELEASE_HOOK_CONTAINER, releaseEvents } from '../support/failover.ts';
+import { assertNoSplitBrain, leaseLock, lflLock, RELEASE_HOOK_CONTAINER, releaseEvents } from '../support/failover.ts';
 import { installLeaderhook } from '../support/leaderhook.ts';
 
 const suffix = randomBytes(3).toString('hex');
@@ -73,6 +73,11 @@ test('npm run demo: with leaderhook the hook frees both locks by R1; without, th
     lease.newLeaderMs !== undefined && hookedLease !== undefined && lease.newLeaderMs > hookedLease,
     `the Lease operator fails over sooner with leaderhook (${hookedLease} ms against ${lease.newLeaderMs} ms)`,
   );
+
+  for (const ns of namespaces) {
+    assertNoSplitBrain(ns.recording, lflLock);
+    assertNoSplitBrain(ns.recording, leaseLock);
+  }
 
   const text = report(outcomes);
   for (const o of outcomes) assert.ok(o.newLeader && text.includes(o.newLeader), `the report names new leader ${o.newLeader}`);

@@ -42,6 +42,7 @@ import {
   failOverLease,
   failOverLfl,
   finishRecording,
+  hookSignalTime,
   hookSigtermLine,
   type LeaderLock,
   type LogLine,
@@ -154,7 +155,7 @@ function assertReleasedByR1<L>(recording: Recording, lock: LeaderLock<L>, leader
   // operator's own "stopped" and the hook's signal time order the two.
   assertBefore(
     { label: '"stopped" of the old leader', at: logOf(recording, leader, 'stopped')?.at },
-    { label: "the hook's SIGTERM", at: signalTime(recording, leader) },
+    { label: "the hook's SIGTERM", at: hookSignalTime(recording, leader) },
   );
 }
 
@@ -186,11 +187,6 @@ function hookMarks(line: LogLine | undefined): Mark[] {
   return [...mark('old pod\'s hook got SIGTERM (its "signalAt")', signalAt), ...mark(`old pod's hook logged ${JSON.stringify(line.msg)}`, line.at)];
 }
 
-/** When the old pod's hook got SIGTERM, by its own clock ("signalAt" of its decision line). */
-function signalTime(recording: Recording, pod: string): number | undefined {
-  const signalAt = hookSigtermLine(recording, pod)?.fields.signalAt;
-  return typeof signalAt === 'string' ? Date.parse(signalAt) : undefined;
-}
 
 /** The lock's way after the delete: released by a hook (which rule), or by the garbage collector after the owner pod was gone. */
 function lockPath(recording: Recording, leader: string): string {

@@ -26,7 +26,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { heartbeats, lflLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER } from '../support/failover.ts';
+import { assertNoSplitBrain, heartbeats, lflLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER, splitBrainViolations } from '../support/failover.ts';
 import { createOperatorsNamespace, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
 import { broughtOwnCluster, clusterStateDir, core, rbac, waitFor } from '../support/kube.ts';
 import { deleteNamespaceAndWait, installLeaderhook } from '../support/leaderhook.ts';
@@ -134,6 +134,7 @@ describe('the kubelet stopped until the node is NotReady', {
       'the lock named the same leader throughout and was never deleted',
     );
     assert.deepEqual([...new Set(heartbeats(ns.recording, lflLock.heartbeat).map((beat) => beat.holder))], [leader], 'only the leader ever wrote heartbeats');
+    assertNoSplitBrain(ns.recording, lflLock);
     const afterwards = await waitFor(
       'the kubelet to report every container again',
       async () => {
@@ -189,7 +190,14 @@ describe('the kubelet stopped until the node is NotReady', {
         30_000,
         500,
       );
-      t.diagnostic('two processes wrote heartbeats as leader: operator-lib split brain on a NotReady node whose containers still run');
+      const violations = splitBrainViolations(ns.recording, lflLock);
+      assert.ok(
+        violations.some((v) => v.kind === 'not-holder' || v.kind === 'interleaved'),
+        `the split-brain checker flags operator-lib's two leaders: ${JSON.stringify(violations.map((v) => v.kind))}`,
+      );
+      t.diagnostic(
+        `two processes wrote heartbeats as leader (${violations.length} episodes flagged): operator-lib split brain on a NotReady node whose containers still run`,
+      );
     });
   });
 });

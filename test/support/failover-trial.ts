@@ -13,7 +13,7 @@ import {
   applyOperatorRbac,
   createOperator,
   heartbeats,
-  hookSigtermLine,
+  hookSignalTime,
   type LeaderLock,
   lastRenewal,
   leaseLock,
@@ -165,7 +165,7 @@ export async function followFailover(
           : `Lease ran out (last renewal + ${lastRenewal(recording, leader).durationSeconds ?? '?'} s)`;
   // The operator's own last line is when it exited; the kubelet's status update comes later.
   const exited = logOf(recording, leader, 'stopped')?.at ?? operatorExited(recording, leader)?.at;
-  const sigterm = hookSigtermLine(recording, leader)?.at;
+  const sigterm = hookSignalTime(recording, leader);
   const became = newLeader ? (logOf(recording, newLeader, 'became leader')?.at ?? takenAt) : undefined;
   return {
     operator,
@@ -181,7 +181,7 @@ export async function followFailover(
     marks: [
       ...mark('delete issued', deleteIssued),
       ...mark('old operator exited', exited),
-      ...mark('release hook logged its SIGTERM decision', sigterm),
+      ...mark('release hook got SIGTERM', sigterm),
       ...mark('lock freed', freed),
       ...mark('old pod object gone', gone),
       ...mark(`new leader ${newLeader} logged "became leader"`, became),

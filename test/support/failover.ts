@@ -236,6 +236,12 @@ export function hookSigtermLine(recording: Recording, pod: string): LogLine | un
   return recording.logs.find((line) => line.pod === pod && line.container === RELEASE_HOOK_CONTAINER && line.msg.startsWith('SIGTERM:'));
 }
 
+/** When `pod`'s hook got SIGTERM, by its own clock ("signalAt" of its decision line). */
+export function hookSignalTime(recording: Recording, pod: string): number | undefined {
+  const signalAt = hookSigtermLine(recording, pod)?.fields.signalAt;
+  return typeof signalAt === 'string' ? Date.parse(signalAt) : undefined;
+}
+
 /** `LeaderLockReleased` Events about `pod` whose message names `rule` (R0–R3). */
 export function releaseEvents(recording: Recording, pod: string, rule?: string): Observed<CoreV1Event>[] {
   return recording.events.filter(
