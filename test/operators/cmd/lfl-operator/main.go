@@ -33,6 +33,7 @@ func run(op *opshell.Operator) error {
 		return fmt.Errorf("becoming leader of lock %s/%s: %w", ns, opts.LockName, err)
 	}
 	log.Info("became leader", "pod", pod, "namespace", ns, "lock", opts.LockName, "lockIdentity", op.PodUID)
+	go opshell.FillDisk(log, opts)
 
 	// operator-lib's lock is owned by this pod: its ownerReference carries the pod's UID.
 	if err := op.NewHeartbeat(c, op.PodUID).Run(ctx); err != nil {

@@ -25,6 +25,10 @@ type Options struct {
 	CrashAfter time.Duration
 	// HeartbeatInterval is how often the leader writes the heartbeat ConfigMap.
 	HeartbeatInterval time.Duration
+	// FillDiskMiB makes the leader, once it leads, write this many MiB to FillDiskPath:
+	// past its ephemeral-storage limit, so that the kubelet evicts the pod.
+	FillDiskMiB  int
+	FillDiskPath string
 }
 
 // ParseFlags reads Options from args (without the program name).
@@ -36,6 +40,8 @@ func ParseFlags(program, defaultLock string, args []string) (Options, error) {
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", 0, "keep working as leader this long after SIGTERM before exiting")
 	fs.DurationVar(&o.CrashAfter, "crash-after", 0, "exit with status 1 this long after start (0: never)")
 	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", 100*time.Millisecond, "interval between heartbeat writes")
+	fs.IntVar(&o.FillDiskMiB, "fill-disk-mib", 0, "once leading, write this many MiB to --fill-disk-path (0: never)")
+	fs.StringVar(&o.FillDiskPath, "fill-disk-path", "/scratch/fill", "the file --fill-disk-mib writes")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -47,6 +53,9 @@ func ParseFlags(program, defaultLock string, args []string) (Options, error) {
 	}
 	if o.ShutdownDelay < 0 || o.CrashAfter < 0 {
 		return o, errors.New("--shutdown-delay and --crash-after must not be negative")
+	}
+	if o.FillDiskMiB < 0 {
+		return o, errors.New("--fill-disk-mib must not be negative")
 	}
 	if o.HeartbeatInterval <= 0 {
 		return o, errors.New("--heartbeat-interval must be positive")

@@ -20,11 +20,11 @@ func TestParseFlagsDefaults(t *testing.T) {
 }
 
 func TestParseFlagsAll(t *testing.T) {
-	o, err := ParseFlags("op", "op-lock", []string{"--lock-name=x", "--ignore-sigterm", "--shutdown-delay=3s", "--crash-after=1m", "--heartbeat-interval=50ms"})
+	o, err := ParseFlags("op", "op-lock", []string{"--lock-name=x", "--ignore-sigterm", "--shutdown-delay=3s", "--crash-after=1m", "--heartbeat-interval=50ms", "--fill-disk-mib=64", "--fill-disk-path=/tmp/f"})
 	if err != nil {
 		t.Fatalf("ParseFlags: %v", err)
 	}
-	want := Options{LockName: "x", IgnoreSIGTERM: true, ShutdownDelay: 3 * time.Second, CrashAfter: time.Minute, HeartbeatInterval: 50 * time.Millisecond}
+	want := Options{LockName: "x", IgnoreSIGTERM: true, ShutdownDelay: 3 * time.Second, CrashAfter: time.Minute, HeartbeatInterval: 50 * time.Millisecond, FillDiskMiB: 64, FillDiskPath: "/tmp/f"}
 	if o != want {
 		t.Fatalf("ParseFlags = %+v, want %+v", o, want)
 	}
@@ -39,6 +39,7 @@ func TestParseFlagsRejects(t *testing.T) {
 		{[]string{"--shutdown-delay=-1s"}, "must not be negative"},
 		{[]string{"--crash-after=-1s"}, "must not be negative"},
 		{[]string{"--heartbeat-interval=0s"}, "must be positive"},
+		{[]string{"--fill-disk-mib=-1"}, "--fill-disk-mib must not be negative"},
 		{[]string{"extra"}, "unexpected arguments: extra"},
 		{[]string{"--shutdown-delay=soon"}, "invalid value"},
 	} {

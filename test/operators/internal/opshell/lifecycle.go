@@ -46,3 +46,31 @@ func ScheduleCrash(log logr.Logger, o Options) {
 		os.Exit(1)
 	})
 }
+
+// FillDisk writes o.FillDiskMiB MiB of zeros to o.FillDiskPath (if set), as a leader that
+// logs or caches without bound would: the kubelet evicts a pod past its ephemeral-storage
+// limit. Errors are logged, not fatal: a full disk is the point.
+func FillDisk(log logr.Logger, o Options) {
+	if o.FillDiskMiB <= 0 {
+		return
+	}
+	log.Info("filling disk", "path", o.FillDiskPath, "mib", o.FillDiskMiB)
+	f, err := os.Create(o.FillDiskPath)
+	if err != nil {
+		log.Error(err, "filling disk failed", "path", o.FillDiskPath)
+		return
+	}
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	for i := 0; i < o.FillDiskMiB; i++ {
+		if _, err := f.Write(chunk); err != nil {
+			log.Error(err, "filling disk failed", "path", o.FillDiskPath, "writtenMiB", i)
+			return
+		}
+	}
+	if err := f.Sync(); err != nil {
+		log.Error(err, "filling disk failed", "path", o.FillDiskPath)
+		return
+	}
+	log.Info("filled disk", "path", o.FillDiskPath, "mib", o.FillDiskMiB)
+}
