@@ -21,7 +21,7 @@
  *   the same path as without leaderhook.
  *
  * Durations are printed (and appended as JSON lines to LEADERHOOK_FAILOVER_OUT
- * when set), never asserted; docs/failover.md records them.
+ * when set), never asserted; docs/failover-e2e.md records them.
  *
  * Needs the leaderhook and operator images (scripts/build-local-image.sh,
  * test/operators/build.sh). Run inside the cluster's network namespace:
@@ -186,7 +186,6 @@ function hookMarks(line: LogLine | undefined): Mark[] {
   const signalAt = typeof line.fields.signalAt === 'string' ? Date.parse(line.fields.signalAt) : undefined;
   return [...mark('old pod\'s hook got SIGTERM (its "signalAt")', signalAt), ...mark(`old pod's hook logged ${JSON.stringify(line.msg)}`, line.at)];
 }
-
 
 /** The lock's way after the delete: released by a hook (which rule), or by the garbage collector after the owner pod was gone. */
 function lockPath(recording: Recording, leader: string): string {
