@@ -1,18 +1,26 @@
 # syntax=docker/dockerfile:1
 # One image, both roles: `leaderhook webhook` and `leaderhook release`.
-# Keep in step with scripts/build-local-image.sh, which builds the same layout
-# from a local root filesystem for the end-to-end tests (no Docker there).
+# The test pipeline builds this very file (scripts/build-local-image.sh, with
+# buildah) with both bases pointed at Node images assembled locally from the
+# pinned `node` package, since no registry is reachable there.
+#
+# NODE_VERSION is the version of the `node` devDependency (a unit test holds
+# them together). BUILD_IMAGE must have npm; BASE_IMAGE needs only Node.
 ARG NODE_VERSION=24.21.0
+ARG BUILD_IMAGE=node:${NODE_VERSION}-bookworm-slim
+ARG BASE_IMAGE=node:${NODE_VERSION}-bookworm-slim
 
-FROM node:${NODE_VERSION}-bookworm-slim AS build
+FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
-RUN npm ci
+# --ignore-scripts: the only install script is the `node` devDependency's,
+# which would download a second Node; the build runs on the base's.
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build && npm prune --omit=dev
+RUN npm run build && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
 
-FROM node:${NODE_VERSION}-bookworm-slim
+FROM ${BASE_IMAGE}
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /src/package.json ./package.json

@@ -1,46 +1,64 @@
 #!/usr/bin/env bash
-# Builds the leaderhook image without Docker, from a local root filesystem, and
-# imports it into the test cluster's containerd. Same layout as the Dockerfile:
-# Node from the pinned npm package `node` (the same version as the Dockerfile's
-# base), its shared libraries from this Debian system, /app/{package.json,
-# node_modules (production only), dist}, user 65532, entrypoint node /app/dist/cli.js.
+# Builds the shipped Dockerfile with buildah (no Docker engine) into an image
+# archive and imports it into the test cluster's containerd. No registry is
+# reachable here, so both of the Dockerfile's bases are the local Node images
+# of test/images/node-base.sh (the pinned `node` package's binary); users get
+# the Dockerfile's default, the official node image. The build stage's
+# `npm ci` reaches the npm registry through the host's network.
 #
 #   scripts/build-local-image.sh [NAME:TAG]   (default leaderhook.test/leaderhook:dev)
+#
+# Prints "NAME ARCHIVE". buildah's layer cache keeps unchanged steps (npm ci
+# runs again only when package*.json change), and the archive is written only
+# when the image changed. The first archive of an image is tried with podman
+# before anything imports it (test/images/check-image.sh). NO_IMPORT=1 only
+# builds. With LEADERHOOK_KUBECONFIG (a cluster of your own) nothing is
+# imported either: load the archive yourself (kind load image-archive ARCHIVE).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=test/images/containers.sh
+source "$repo/test/images/containers.sh"
 name="${1:-leaderhook.test/leaderhook:dev}"
-work="${LEADERHOOK_CACHE:-$HOME/.cache/leaderhook}/image"
-rootfs="$work/rootfs"
-out="$work/leaderhook.tar"
+archives="${LEADERHOOK_CACHE:-$HOME/.cache/leaderhook}/image"
+mkdir -p "$archives"
 
-cd "$repo"
-# The pinned Node for npm too (its engine checks), as in any npm script.
-export PATH="$repo/node_modules/.bin:$PATH"
 start=$(date +%s)
-npm run -s build
-rm -rf "$rootfs" && mkdir -p "$rootfs/app" "$rootfs/usr/local/bin" "$rootfs/etc" "$rootfs/tmp"
+need_container_tools
+bases="$("$repo/test/images/node-base.sh")"
+read -r base build_base <<<"$bases"
 
-# Production dependencies only: a pruned copy, without touching the work tree.
-cp package.json package-lock.json "$rootfs/app/"
-cp -a node_modules "$rootfs/app/node_modules"
-(cd "$rootfs/app" && npm prune --omit=dev --ignore-scripts --no-audit --no-fund >/dev/null)
-cp -a dist "$rootfs/app/dist"
-
-node_bin="$(readlink -f node_modules/node/bin/node)"
-cp "$node_bin" "$rootfs/usr/local/bin/node"
-strip --strip-debug "$rootfs/usr/local/bin/node" 2>/dev/null || true
-# The dynamic loader and every library node links against, at their paths.
-for lib in $(ldd "$node_bin" | grep -oE '/[^ ]+'); do
-	mkdir -p "$rootfs$(dirname "$lib")"
-	cp -L "$lib" "$rootfs$lib"
-done
-printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$rootfs/etc/passwd"
-printf 'root:x:0:\nnonroot:x:65532:\n' >"$rootfs/etc/group"
-chmod 1777 "$rootfs/tmp"
-
-"$repo/test/images/build-image.sh" --user 65532:65532 --env NODE_ENV=production --workdir /app \
-	"$name" "$rootfs" "$out" -- /usr/local/bin/node /app/dist/cli.js >/dev/null
-echo "built $name from $rootfs ($(du -sh "$rootfs" | cut -f1)) in $(($(date +%s) - start))s: $out" >&2
-if [[ "${NO_IMPORT:-}" != 1 ]]; then
-	"$repo/test/images/import-image.sh" "$out"
+# The build stage gets a tag of its own: it keeps the stage's cached layers
+# (npm ci above all) from being pruned as leftovers below. buildah's output
+# goes to a log, shown when a build fails.
+log="$archives/build.log" iid="$archives/build.iid"
+build=(build --layers --pull=never --network host --file "$repo/Dockerfile"
+	--build-arg BUILD_IMAGE="$build_base" --build-arg BASE_IMAGE="$base")
+if ! { lh_buildah "${build[@]}" --target build --tag "$name-build" "$repo" &&
+	lh_buildah "${build[@]}" --iidfile "$iid" --tag "$name" "$repo"; } >"$log" 2>&1; then
+	tail -n 40 "$log" >&2
+	echo "build-local-image.sh: buildah could not build the Dockerfile (whole log: $log)" >&2
+	exit 1
 fi
+id="$(cut -d: -f2 "$iid")"
+# Earlier builds' layers that no tagged image uses any more.
+lh_buildah rmi --prune >/dev/null 2>&1 || true
+
+archive="$archives/$(tr '/:' '__' <<<"$name")-${id:0:16}.tar"
+if [[ ! -f "$archive" ]]; then
+	lh_buildah push --quiet "$id" "docker-archive:$archive.tmp:$name" ||
+		{ echo "build-local-image.sh: writing $archive failed" >&2; exit 1; }
+	"$repo/test/images/check-image.sh" "$archive.tmp" "$name" ||
+		{ echo "build-local-image.sh: the image fails its checks; kept as $archive.tmp" >&2; exit 1; }
+	mv "$archive.tmp" "$archive"
+	find "$archives" -maxdepth 1 -name "$(basename "${archive%-*}")-*.tar" ! -path "$archive" -delete
+	echo "built $name in $(($(date +%s) - start))s: $archive ($(du -h "$archive" | cut -f1))" >&2
+fi
+
+if [[ "${NO_IMPORT:-}" == 1 ]]; then
+	:
+elif [[ -n "${LEADERHOOK_KUBECONFIG:-}" ]]; then
+	echo "LEADERHOOK_KUBECONFIG is set: load $archive into that cluster yourself (kind load image-archive ARCHIVE)" >&2
+else
+	"$repo/test/images/import-image.sh" "$archive" >/dev/null
+fi
+echo "$name $archive"

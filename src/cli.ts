@@ -81,7 +81,11 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`leaderhook ${name}: ${error.message}\n`);
       return 2;
     }
-    throw error;
+    // A command that cannot start (a certificate it cannot read, a port in use)
+    // says why in one line: its errors carry their context, and a stack trace
+    // would bury that line in the pod's log.
+    process.stderr.write(`leaderhook ${name}: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
   }
 }
 

@@ -94,6 +94,19 @@ test('a bad flag value exits 2 with a message that names the flag', async () => 
   assert.match(r.stderr, /--grace-period-floor: "soon" is not a duration/);
 });
 
+test('a webhook without its serving certificate exits 1 with one line that names the file', async () => {
+  const cert = path.join(certsDir, 'absent.crt');
+  const r = await run(
+    'webhook',
+    '--hook-image=leaderhook.test/leaderhook:dev',
+    '--listen=127.0.0.1:0',
+    `--tls-cert-file=${cert}`,
+    `--tls-key-file=${cert}.key`,
+  );
+  assert.equal(r.status, 1, r.stderr);
+  assert.equal(r.stderr, `leaderhook webhook: reading serving certificate ${cert}: ENOENT\n`, 'one line, no stack trace');
+});
+
 test('contradictory settings are refused before anything starts', async () => {
   const r = await run('webhook', '--grace-period-floor=30s', '--grace-period-cap=10s', '--dev', '--listen=127.0.0.1:0', `--certs-dir=${certsDir}`);
   assert.equal(r.status, 2);
