@@ -8,6 +8,7 @@
  * certificate is named before a pod is created without its hook.
  */
 import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { certificateName } from '../webhook/tls.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Longer chains than this are not what cert-manager or any CA in use makes; stop rather than loop. */
@@ -68,8 +69,8 @@ function chainToBundle(leaf: X509Certificate, intermediates: X509Certificate[], 
     if (root) return { path: [...path, root] };
     const next = intermediates.find((i) => !path.includes(i) && signs(i, current));
     if (!next) {
-      const bundle = roots.map((r) => `"${r.subject.replaceAll('\n', ', ')}"`).join(', ');
-      return { problem: `the caBundle (${bundle}) does not verify it: it was issued by "${current.issuer.replaceAll('\n', ', ')}"` };
+      const bundle = roots.map((r) => `"${certificateName(r)}"`).join(', ');
+      return { problem: `the caBundle (${bundle}) does not verify it: it was issued by "${(current.issuer ?? '').replaceAll('\n', ', ')}"` };
     }
     path.push(next);
     current = next;
@@ -118,7 +119,7 @@ export function verifyServingCertificate(input: ServingCertificateInput): Servin
     problems.push(found.problem);
   } else {
     for (const issuer of found.path) {
-      const name = `issuer "${issuer.subject.replaceAll('\n', ', ')}"`;
+      const name = `issuer "${certificateName(issuer)}"`;
       if (!issuer.ca) problems.push(`${name} is not a CA certificate`);
       const validity = validityProblem(issuer, name, input.now);
       if (validity) problems.push(validity);

@@ -98,7 +98,17 @@ export function parseCertificatePair(cert: Buffer, key: Buffer, certFile: string
   } catch (error) {
     throw new Error(`loading serving certificate ${certFile} with key ${keyFile}: ${errorMessage(error)}`);
   }
-  return { cert, key, serialNumber: x509.serialNumber, subject: x509.subject.replaceAll('\n', ', '), notAfter };
+  return { cert, key, serialNumber: x509.serialNumber, subject: certificateName(x509), notAfter };
+}
+
+/**
+ * A certificate's subject on one line, or its subjectAltName where the
+ * subject is empty: cert-manager issues serving certificates with only
+ * subjectAltNames (as Go, and so the API server, needs), and Node reports
+ * an empty subject as undefined.
+ */
+export function certificateName(x509: X509Certificate): string {
+  return x509.subject ? x509.subject.replaceAll('\n', ', ') : `(no subject; ${x509.subjectAltName ?? 'no subjectAltName'})`;
 }
 
 export async function loadCertificatePair(certFile: string, keyFile: string): Promise<CertificatePair> {

@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { generate } from 'selfsigned';
 import { createCertificateAuthority, issueServingCertificate, type PemPair } from '../../../src/webhook/devcerts.ts';
 import { createWebhookMetrics } from '../../../src/webhook/metrics.ts';
 import { startWebhookServer } from '../../../src/webhook/server.ts';
@@ -227,5 +228,18 @@ describe('certificate reload', () => {
     // A file with a chain: the leaf first, the CA after it, loads as the leaf.
     const chain = parseCertificatePair(Buffer.from(`${first.cert}${ca.cert}`), key, '/c', '/k');
     assert.equal(chain.serialNumber, serialOf(first.cert));
+  });
+
+  it('loads a certificate with an empty subject, as cert-manager issues them, naming its subjectAltName', async () => {
+    const pems = await generate([], {
+      keyType: 'ec',
+      curve: 'P-256',
+      algorithm: 'sha256',
+      ca,
+      extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'leaderhook-webhook.leaderhook-system.svc' }] }],
+    });
+    assert.equal(new X509Certificate(pems.cert).subject, undefined, 'Node reports the empty subject as undefined');
+    const pair = parseCertificatePair(Buffer.from(pems.cert), Buffer.from(pems.private), '/c', '/k');
+    assert.equal(pair.subject, '(no subject; DNS:leaderhook-webhook.leaderhook-system.svc)');
   });
 });
