@@ -1,10 +1,9 @@
 /**
  * Installs leaderhook into the test cluster from deploy/, the way a user
- * would, with two test-only substitutions: the image is the one
- * scripts/build-local-image.sh imported (never pulled), and the serving
- * certificate comes from the development CA instead of cert-manager, whose
- * controllers do not run here. Everything else — Deployment, Service,
- * PodDisruptionBudget, MutatingWebhookConfiguration — is applied as shipped.
+ * would: cert-manager's controller and cainjector (built from its Go module,
+ * test/cert-manager) issue the serving certificate and fill the caBundle, and
+ * every object of deploy/ is applied as shipped. The one test-only change is
+ * the image: the one scripts/build-local-image.sh imported, never pulled.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { V1Deployment, V1RoleBinding } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { createCertificateAuthority, issueServingCertificate, WEBHOOK_SERVICE_NAMES } from '../../src/webhook/devcerts.ts';
+import { installCertManagerCrds, startCertManager } from './cert-manager-process.ts';
 import { applyOperatorRbac, lflLock } from './failover.ts';
 import { admissionRegistration, apiStatus, apps, core, createTestNamespace, kubeconfigPath, rbac, type TestNamespace, waitFor } from './kube.ts';
 
@@ -124,59 +123,59 @@ export function renderWithImage(image: string, pullPolicy: string): string {
 }
 
 /**
- * Applies deploy/ and waits until the webhook injects pods; returns an
- * uninstall. The webhook logs at debug level for the tests' diagnostics
- * unless `debugLog` is false (benchmarks measure the image as shipped).
+ * Starts cert-manager, applies deploy/ and waits until the webhook injects
+ * pods; returns an uninstall (which stops cert-manager again). The webhook
+ * logs at debug level for the tests' diagnostics unless `debugLog` is false
+ * (benchmarks measure the image as shipped).
  */
 export async function installLeaderhook({ debugLog = true }: { debugLog?: boolean } = {}): Promise<() => Promise<void>> {
   // A namespace left Terminating by an earlier run would refuse new objects.
   await admissionRegistration.deleteMutatingWebhookConfiguration({ name: 'leaderhook' }).catch(() => {});
   await deleteNamespaceAndWait(NAMESPACE);
-  const ca = await createCertificateAuthority('leaderhook e2e CA');
-  const serving = await issueServingCertificate(ca, WEBHOOK_SERVICE_NAMES);
-  const objects = parseAllDocuments(renderWithImage(leaderhookImage, 'Never'))
-    .map((doc) => doc.toJS() as Manifest)
-    .filter((o) => o && o.kind !== 'Issuer' && o.kind !== 'Certificate');
-
-  for (const object of objects) {
-    if (object.kind === 'Deployment' && debugLog) setEnv(object as unknown as V1Deployment, { LEADERHOOK_LOG_LEVEL: 'debug' });
-    if (object.kind === 'MutatingWebhookConfiguration') {
-      for (const webhook of (object as unknown as { webhooks: { clientConfig: { caBundle?: string } }[] }).webhooks) {
-        webhook.clientConfig.caBundle = Buffer.from(ca.cert).toString('base64');
-      }
+  installCertManagerCrds();
+  const certManager = await startCertManager();
+  try {
+    const objects = parseAllDocuments(renderWithImage(leaderhookImage, 'Never')).map((doc) => doc.toJS() as Manifest);
+    for (const object of objects) {
+      if (object.kind === 'Deployment' && debugLog) setEnv(object as unknown as V1Deployment, { LEADERHOOK_LOG_LEVEL: 'debug' });
     }
+    // The namespace first, the webhook registration last: pods are never sent
+    // to a webhook that is not there yet (failurePolicy Ignore would hide it).
+    const ordered = [
+      ...objects.filter((o) => o.kind === 'Namespace'),
+      ...objects.filter((o) => o.kind !== 'Namespace' && o.kind !== 'MutatingWebhookConfiguration'),
+    ];
+    kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], ordered.map((o) => JSON.stringify(o)).join('\n'));
+    kubectl(['wait', '-n', NAMESPACE, '--for=condition=Ready', '--timeout=60s', 'certificate/leaderhook-webhook']);
+    await waitFor(
+      'the leaderhook webhook Deployment to be available',
+      async () => {
+        const d = await apps.readNamespacedDeployment({ name: 'leaderhook-webhook', namespace: NAMESPACE });
+        return (d.status?.availableReplicas ?? 0) >= 1 && (d.status?.readyReplicas ?? 0) === d.spec?.replicas;
+      },
+      120_000,
+    );
+    kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(objects.find((o) => o.kind === 'MutatingWebhookConfiguration')));
+    await waitFor(
+      "cert-manager's cainjector to fill the caBundle of every webhook entry",
+      async () => {
+        const config = await admissionRegistration.readMutatingWebhookConfiguration({ name: 'leaderhook' });
+        return (config.webhooks ?? []).length > 0 && (config.webhooks ?? []).every((w) => (w.clientConfig.caBundle ?? '') !== '');
+      },
+      60_000,
+    );
+    await waitUntilInjecting();
+  } catch (error) {
+    await certManager.stop();
+    throw new Error(`installing leaderhook (cert-manager logs: ${certManager.logDir}): ${(error as Error).message}`, { cause: error });
   }
-  const secret = {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    type: 'kubernetes.io/tls',
-    metadata: { name: 'leaderhook-webhook-tls', namespace: NAMESPACE },
-    stringData: { 'tls.crt': serving.cert, 'tls.key': serving.key, 'ca.crt': ca.cert },
-  };
-  // The namespace first, the webhook registration last: pods are never sent
-  // to a webhook that is not there yet (failurePolicy Ignore would hide it).
-  const ordered = [
-    ...objects.filter((o) => o.kind === 'Namespace'),
-    secret,
-    ...objects.filter((o) => o.kind !== 'Namespace' && o.kind !== 'MutatingWebhookConfiguration'),
-  ];
-  kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], ordered.map((o) => JSON.stringify(o)).join('\n'));
-  await waitFor(
-    'the leaderhook webhook Deployment to be available',
-    async () => {
-      const d = await apps.readNamespacedDeployment({ name: 'leaderhook-webhook', namespace: NAMESPACE });
-      return (d.status?.availableReplicas ?? 0) >= 1 && (d.status?.readyReplicas ?? 0) === d.spec?.replicas;
-    },
-    120_000,
-  );
-  kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(objects.find((o) => o.kind === 'MutatingWebhookConfiguration')));
-  await waitUntilInjecting();
 
   return async () => {
     await admissionRegistration.deleteMutatingWebhookConfiguration({ name: 'leaderhook' }).catch((error) => {
       if (apiStatus(error) !== 404) throw error;
     });
     await deleteNamespaceAndWait(NAMESPACE);
+    await certManager.stop();
   };
 }
 
