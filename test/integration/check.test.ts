@@ -16,6 +16,8 @@ const cli = path.join(import.meta.dirname, '../../src/cli.ts');
 const SYSTEM = 'leaderhook-system';
 /** The RoleBinding grantReleaseHook creates (deploy/operator-rbac/rolebinding.yaml). */
 const HOOK_ROLE_BINDING = 'leaderhook-release';
+/** The RoleBindings of test/operators/rbac.yaml. */
+const SCAFFOLD_ROLE_BINDINGS = ['leader-election-rolebinding', 'manager-rolebinding'];
 const CHECK_TIMEOUT_MS = 60_000;
 
 interface CheckRun {
@@ -48,8 +50,15 @@ function runCheck(namespace: string): Promise<CheckRun> {
 }
 
 /** The titles of the ✗ lines. */
+/** The titles of the ✗ lines: "TITLE: detail", where a namespace's titles are "namespace N: check". */
 function failures(run: CheckRun): string[] {
-  return run.lines.filter((l) => l.startsWith('✗ ')).map((l) => l.slice(2, l.indexOf(': ')));
+  return run.lines
+    .filter((l) => l.startsWith('✗ '))
+    .map((l) => {
+      const text = l.slice(2);
+      const first = text.indexOf(': ');
+      return text.slice(0, text.startsWith('namespace ') ? text.indexOf(': ', first + 2) : first);
+    });
 }
 
 async function scaleWebhook(replicas: number): Promise<void> {
@@ -116,7 +125,10 @@ describe('leaderhook check on a real cluster', () => {
 
   test("without the hook's RoleBinding, its permission line turns ✗ with the remedy, exit 1", async (t) => {
     const namespace = ns!.name;
-    await rbac.deleteNamespacedRoleBinding({ name: HOOK_ROLE_BINDING, namespace });
+    // The scaffold's RBAC (test/operators/rbac.yaml) grants the operator's ServiceAccount much of what the
+    // hook needs too (pods, events, configmaps: *): without it, the hook's own binding is what is missing.
+    const scaffold = await Promise.all(SCAFFOLD_ROLE_BINDINGS.map((name) => rbac.readNamespacedRoleBinding({ name, namespace })));
+    for (const name of [HOOK_ROLE_BINDING, ...SCAFFOLD_ROLE_BINDINGS]) await rbac.deleteNamespacedRoleBinding({ name, namespace });
     try {
       const run = await runCheck(namespace);
       t.diagnostic(run.lines.join('\n'));
@@ -127,6 +139,9 @@ describe('leaderhook check on a real cluster', () => {
       assert.match(line, new RegExp(`fix: kubectl apply -n ${namespace} -f deploy/operator-rbac/role.yaml && kubectl create rolebinding`));
     } finally {
       await grantReleaseHook(namespace, 'test-operator');
+      for (const { metadata, roleRef, subjects } of scaffold) {
+        await rbac.createNamespacedRoleBinding({ namespace, body: { metadata: { name: metadata?.name }, roleRef, subjects } });
+      }
     }
   });
 
