@@ -2,7 +2,7 @@
  * `npm run bench:failover`: every scenario N times with leaderhook and
  * without, on the local cluster, each trial's timeline recorded.
  *
- *   npm run bench:failover -- [--trials 1] [--scenario lfl-rollout --scenario ...]
+ *   npm run bench:failover -- [--trials 1] [--trials-of lfl-stuck-terminating=10 ...] [--scenario lfl-rollout --scenario ...]
  *     [--timeout 45] [--out docs/failover-trials.jsonl] [--docs docs]
  *
  * Each scenario and mode gets a namespace of its own, with a two-replica
@@ -51,6 +51,7 @@ const HOLD_FINALIZER = 'leaderhook.test/hold';
 const usage = `usage: npm run bench:failover -- [--trials 1] [--scenario NAME ...] [--timeout 45] [--out FILE] [--docs DIR]
 
   --trials N     trials per scenario and mode (with and without leaderhook)
+  --trials-of S=N  N trials for scenario S instead (repeatable; the slow stuck baseline takes the timeout per trial)
   --scenario S   one of ${SCENARIO_LIST.map((s) => s.name).join(', ')} (repeatable; default all)
   --timeout S    seconds a trial waits for a new leader before it counts as "never within S s"
   --out FILE     the trial record, one JSON line per trial (default: a new file in /tmp)
@@ -60,6 +61,7 @@ const usage = `usage: npm run bench:failover -- [--trials 1] [--scenario NAME ..
 const { values } = parseArgs({
   options: {
     trials: { type: 'string', default: '1' },
+    'trials-of': { type: 'string', multiple: true },
     scenario: { type: 'string', multiple: true },
     timeout: { type: 'string', default: '45' },
     out: { type: 'string' },
@@ -74,6 +76,14 @@ if (values.help) {
 const trials = Number(values.trials);
 const timeoutMs = Number(values.timeout) * 1000;
 if (!Number.isInteger(trials) || trials < 1) throw new Error(`--trials must be a positive whole number, got ${values.trials}`);
+const trialsOf = new Map<string, number>();
+for (const item of values['trials-of'] ?? []) {
+  const [name, count] = item.split('=');
+  if (!SCENARIO_LIST.some((s) => s.name === name) || !Number.isInteger(Number(count)) || Number(count) < 1) {
+    throw new Error(`--trials-of ${item}: expected SCENARIO=N with a scenario of ${SCENARIO_LIST.map((s) => s.name).join(', ')} and N ≥ 1`);
+  }
+  trialsOf.set(name!, Number(count));
+}
 if (!(timeoutMs >= 5000)) throw new Error(`--timeout must be at least 5 seconds, got ${values.timeout}`);
 const scenarios = (values.scenario ?? SCENARIO_LIST.map((s) => s.name)).map((name) => {
   const found = SCENARIO_LIST.find((s) => s.name === name);
@@ -114,7 +124,8 @@ function newestRv(recording: Recording): bigint {
 async function runLoop(scenario: Scenario, ns: OperatorsNamespace): Promise<void> {
   const mode = ns.withLeaderhook ? 'with leaderhook' : 'without';
   let steadySince = 0;
-  for (let trial = 1; trial <= trials; trial++) {
+  const count = trialsOf.get(scenario.name) ?? trials;
+  for (let trial = 1; trial <= count; trial++) {
     const leader = await waitForLeader(ns.recording, scenario.operator, ns.name, steadySince, 180_000);
     if (scenario.stuckTerminating) hold(ns.name, leader, true);
     const fromRv = newestRv(ns.recording);
@@ -135,7 +146,7 @@ async function runLoop(scenario: Scenario, ns: OperatorsNamespace): Promise<void
     const newLeader = outcome.newLeaderMs === undefined ? `never within ${timeoutMs / 1000} s` : `${(outcome.newLeaderMs / 1000).toFixed(2)} s`;
     const freed = outcome.lockFreedMs === undefined ? 'never' : `${(outcome.lockFreedMs / 1000).toFixed(2)} s (${outcome.freedBy})`;
     say(
-      `${scenario.name} ${mode} trial ${trial}/${trials}: lock gone ${freed}, new leader ${newLeader}${record.splitBrain ? `, SPLIT BRAIN ${record.splitBrain}` : ''}`,
+      `${scenario.name} ${mode} trial ${trial}/${count}: lock gone ${freed}, new leader ${newLeader}${record.splitBrain ? `, SPLIT BRAIN ${record.splitBrain}` : ''}`,
     );
     steadySince = Date.now();
   }
