@@ -289,6 +289,11 @@ export function createWebhookApp(options: WebhookAppOptions): express.Express {
       logger.error({ err: error, path: req.path }, 'error after the answer was sent');
       return;
     }
+    const encoding = req.get('content-encoding')?.toLowerCase() ?? 'identity';
+    if (type === undefined && status === 400 && encoding !== 'identity') {
+      // body-parser passes zlib's errors on untyped, in zlib's words ("incorrect header check"), which do not say the body was compressed.
+      return reject(req, res, 400, `the request body could not be decompressed (Content-Encoding: ${encoding}): ${error.message}`);
+    }
     switch (type) {
       case 'entity.too.large':
         return reject(req, res, 413, `the request body is larger than the limit of ${bodyLimitBytes} bytes`);
