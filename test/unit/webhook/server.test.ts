@@ -184,6 +184,16 @@ describe('webhook server', () => {
     assert.match(errorOf(truncated), /^the request body could not be decompressed \(Content-Encoding: br\): /);
   });
 
+  it('answers a chunked body that ends before its first byte with 400, as empty', async () => {
+    const result = await server.request('/mutate', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+      body: '',
+    });
+    assert.equal(result.status, 400);
+    assert.equal(errorOf(result), 'the request body is empty; expected an AdmissionReview (application/json)');
+  });
+
   it('answers a body over the limit with 413', async () => {
     const review = JSON.parse(await readTestdata('minimal-pod.review.json'));
     review.request.object.metadata.annotations = { padding: 'x'.repeat(70 * 1024) };
