@@ -1,7 +1,8 @@
 /**
  * leaderhook's webhook as the image runs it, for the benchmarks: src/ compiled
- * (`node dist/cli.js webhook`) into a scratch directory, and what /proc says
- * about the process's memory.
+ * (`node dist/cli.js webhook`) into a scratch directory, the V8 heap it gets
+ * under a container's memory limit, and what /proc says about the process's
+ * memory.
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, readFileSync, symlinkSync } from 'node:fs';
@@ -27,4 +28,20 @@ export function compileLeaderhook(root: string, into: string): string {
 export function readStatus(pid: number): { rssKiB: number; anonKiB: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return { rssKiB: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN), anonKiB: Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) };
+}
+
+/**
+ * The V8 heap Node configures in a container with a memory limit of
+ * `limitMiB`: Node hands the cgroup limit to V8's
+ * ResourceConstraints::ConfigureDefaults, which makes the old generation
+ * limit / 4 × 2 (64-bit, no pointer compression) and a semi-space of old / 256
+ * up to 256 MiB of old generation (old / 128 above), at least 1 MiB and at most
+ * 32. This machine sets no limit, so V8 sizes itself for all its memory
+ * (semi-spaces of up to 64 MiB here); `--heap-for-limit 256` runs leaderhook
+ * with the heap it gets under deploy/'s `limits: {memory: 256Mi}`.
+ */
+export function heapFlagsForLimit(limitMiB: number): string[] {
+  const old = (limitMiB / 4) * 2;
+  const semi = Math.min(32, Math.max(1, Math.floor(old / (old <= 256 ? 256 : 128))));
+  return [`--max-old-space-size=${old}`, `--max-semi-space-size=${semi}`];
 }

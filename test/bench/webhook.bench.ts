@@ -41,7 +41,7 @@ import { pino } from 'pino';
 import { ensureDevCertificates } from '../../src/webhook/devcerts.ts';
 import { buildPeer, type ServerProcess, startPeer, startServerProcess } from '../peers/webhook/process.ts';
 import { goldenSettings } from '../support/injection-settings.ts';
-import { compileLeaderhook, readStatus } from './compiled-webhook.ts';
+import { compileLeaderhook, heapFlagsForLimit, readStatus } from './compiled-webhook.ts';
 import { closedLoop, type LoadResult, mutateRequest, openLoop, probe, type Target } from './webhook-client.ts';
 import { kubebuilderReview, largePodReview } from './webhook-pods.ts';
 
@@ -75,21 +75,6 @@ const warmupSeconds = Number(values.warmup ?? (values.quick ? 0.5 : 8));
 const pods = values.pods.split(',').map((p) => p.trim());
 const phases = values.phases.split(',').map((p) => p.trim());
 const servers = values.servers.split(',').map((s) => s.trim()) as ('leaderhook' | 'peer')[];
-/**
- * The V8 heap Node configures in a container with a memory limit of
- * `limitMiB`: Node hands the cgroup limit to V8's
- * ResourceConstraints::ConfigureDefaults, which makes the old generation
- * limit / 4 × 2 (64-bit, no pointer compression) and a semi-space of old / 256
- * up to 256 MiB of old generation (old / 128 above), at least 1 MiB and at most
- * 32. This machine sets no limit, so V8 sizes itself for all its memory
- * (semi-spaces of up to 64 MiB here); `--heap-for-limit 256` runs leaderhook
- * with the heap it gets under deploy/'s `limits: {memory: 256Mi}`.
- */
-function heapFlagsForLimit(limitMiB: number): string[] {
-  const old = (limitMiB / 4) * 2;
-  const semi = Math.min(32, Math.max(1, Math.floor(old / (old <= 256 ? 256 : 128))));
-  return [`--max-old-space-size=${old}`, `--max-semi-space-size=${semi}`];
-}
 
 const nodeFlags = [
   ...(values['heap-for-limit'] === undefined ? [] : heapFlagsForLimit(Number(values['heap-for-limit']))),
