@@ -23,7 +23,10 @@ export interface FuzzAnswer {
   text: string;
 }
 
-/** POSTs `sent` and resolves with the answer; rejects when the connection fails (the server reset it, or went away). */
+/** The server's own requestTimeout (src/webhook/server.ts) and a little more: an answer later than this will not come. */
+const ANSWER_TIMEOUT_MS = 35_000;
+
+/** POSTs `sent` and resolves with the answer; rejects when the connection fails (the server reset it, or went away) or no answer comes. */
 export function sendFuzzBody(target: FuzzTarget, sent: FuzzBody): Promise<FuzzAnswer> {
   const headers: Record<string, string> = { ...sent.headers };
   if (sent.chunked) headers['transfer-encoding'] = 'chunked';
@@ -36,6 +39,7 @@ export function sendFuzzBody(target: FuzzTarget, sent: FuzzBody): Promise<FuzzAn
       res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
     });
     req.on('error', (error) => reject(new Error(`sending a ${sent.class} body of ${sent.body.length} bytes: ${error.message}`)));
+    req.setTimeout(ANSWER_TIMEOUT_MS, () => req.destroy(new Error(`no answer within ${ANSWER_TIMEOUT_MS} ms`)));
     if (!sent.chunked) {
       req.end(sent.body);
       return;
