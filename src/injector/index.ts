@@ -52,6 +52,8 @@ export function injectPod(submitted: unknown, settings: InjectionSettings): Inje
   if (!isPod(submitted)) {
     return skip(submitted as V1Pod, 'notAPod', 'the object has no spec.containers list, so it is not a Pod leaderhook can inject');
   }
+  const problem = podShapeProblem(submitted);
+  if (problem !== undefined) return skip(submitted, 'notAPod', `${problem}, so it is not a Pod leaderhook can inject`);
   const meta = submitted.metadata ?? {};
   if (meta.annotations?.[MIRROR_POD_ANNOTATION] !== undefined) {
     return skip(submitted, 'mirrorPod', 'mirror pods of static pods are managed by the kubelet and never changed');
@@ -125,6 +127,57 @@ function isPod(value: unknown): value is Pod {
   if (typeof value !== 'object' || value === null) return false;
   const spec = (value as V1Pod).spec;
   return typeof spec === 'object' && spec !== null && Array.isArray(spec.containers);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A problem with a list of objects the injector looks up by name: not a list, an entry not an object, a name not a string. */
+function namedListProblem(list: unknown, path: string): string | undefined {
+  if (list === undefined || list === null) return undefined;
+  if (!Array.isArray(list)) return `${path} is not a list`;
+  const index = list.findIndex((entry) => !isRecord(entry) || (entry.name != null && typeof entry.name !== 'string'));
+  if (index < 0) return undefined;
+  return isRecord(list[index]) ? `${path}[${index}].name is not a string` : `${path}[${index}] is not an object`;
+}
+
+/**
+ * Which field the injector reads has not the type a Pod gives it, in the
+ * words of its path from the pod; undefined when none does (or there is no
+ * spec.containers list to speak of). The API server sends only pods it
+ * decoded, so this meets hand-made reviews alone; the injector answers them
+ * with this reason instead of throwing, which the user would see as an
+ * internal webhook error. null counts as absent, as the injector reads it.
+ */
+export function podShapeProblem(pod: unknown): string | undefined {
+  if (!isRecord(pod)) return undefined;
+  const { metadata, spec } = pod;
+  if (metadata !== undefined && metadata !== null) {
+    if (!isRecord(metadata)) return 'metadata is not an object';
+    const podAnnotations = metadata.annotations;
+    if (podAnnotations !== undefined && podAnnotations !== null) {
+      if (!isRecord(podAnnotations)) return 'metadata.annotations is not an object';
+      const key = Object.keys(podAnnotations).find((k) => typeof podAnnotations[k] !== 'string');
+      if (key !== undefined) return `metadata.annotations[${JSON.stringify(key.length > 60 ? `${key.slice(0, 60)}...` : key)}] is not a string`;
+    }
+  }
+  if (!isRecord(spec) || !Array.isArray(spec.containers)) return undefined;
+  const containers = namedListProblem(spec.containers, 'spec.containers');
+  if (containers !== undefined) return containers;
+  for (const [i, container] of (spec.containers as Array<Record<string, unknown>>).entries()) {
+    const { env, envFrom } = container;
+    if (envFrom !== undefined && envFrom !== null && !Array.isArray(envFrom)) return `spec.containers[${i}].envFrom is not a list`;
+    if (env === undefined || env === null) continue;
+    if (!Array.isArray(env)) return `spec.containers[${i}].env is not a list`;
+    const index = env.findIndex((entry) => !isRecord(entry));
+    if (index >= 0) return `spec.containers[${i}].env[${index}] is not an object`;
+  }
+  const lists = namedListProblem(spec.initContainers, 'spec.initContainers') ?? namedListProblem(spec.volumes, 'spec.volumes');
+  if (lists !== undefined) return lists;
+  const grace = spec.terminationGracePeriodSeconds;
+  if (grace !== undefined && grace !== null && !Number.isInteger(grace)) return 'spec.terminationGracePeriodSeconds is not a whole number';
+  return undefined;
 }
 
 function skip(pod: V1Pod, reason: InjectionReason, message: string): InjectionResult {

@@ -48,7 +48,7 @@ export type WorkloadReason =
   | 'templateClean'
   /** Its pod template opts out (or claims to be a mirror pod): the injector would leave its pods alone. */
   | 'templateSkipped'
-  /** Where its kind keeps a pod template, there is none with a containers list. */
+  /** Where its kind keeps a pod template, there is none with a containers list, or one with a field of the wrong type. */
   | 'noPodTemplate'
   /** Not one of the workload kinds leaderhook checks. */
   | 'notAWorkload';

@@ -13,7 +13,7 @@
  * like the rest of src/injector.
  */
 import type { V1PodTemplateSpec } from '@kubernetes/client-node';
-import { injectPod } from './index.ts';
+import { injectPod, podShapeProblem } from './index.ts';
 import type { InjectionSettings, WorkloadInjection, WorkloadReason, WorkloadResult } from './types.ts';
 
 export type { WorkloadInjection, WorkloadReason, WorkloadResult } from './types.ts';
@@ -69,11 +69,17 @@ export function workloadWarnings(workload: unknown, settings: InjectionSettings)
   if (kind === undefined) {
     return { reason: 'notAWorkload', message: `the object is not one of ${WORKLOAD_KINDS.map((w) => w.kind).join(', ')}`, warnings: [] };
   }
-  const template = valueAt(workload, kind.templatePath);
-  const result = injectPod(podFromTemplate(template), settings);
+  const pod = podFromTemplate(valueAt(workload, kind.templatePath));
+  const result = injectPod(pod, settings);
   switch (result.reason) {
-    case 'notAPod':
-      return noResult('noPodTemplate', `the ${kind.kind} has no ${kind.templatePath.join('.')}.spec.containers list`);
+    case 'notAPod': {
+      const path = kind.templatePath.join('.');
+      const problem = podShapeProblem(pod);
+      return noResult(
+        'noPodTemplate',
+        problem === undefined ? `the ${kind.kind} has no ${path}.spec.containers list` : `the ${kind.kind}'s ${path}.${problem}`,
+      );
+    }
     case 'optedOut':
     case 'mirrorPod':
       return noResult('templateSkipped', `its pods would not be injected: ${result.message}`);

@@ -84,17 +84,28 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** A string from the body as a message quotes it: cut short, so a huge value makes no huge message or log line. */
+function shorten(value: string): string {
+  return value.length > 60 ? `${value.slice(0, 60)}...` : value;
+}
+
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (value === undefined) return 'missing';
   if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}...` : value);
+  if (typeof value === 'string') return JSON.stringify(shorten(value));
   return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
 }
 
+/**
+ * request.kind as Go prints a GroupVersionKind ("apps/v1, Kind=Deployment").
+ * Members that are not strings are described, never converted with String():
+ * an object such as `{"toString": 1}` makes that throw.
+ */
 function formatKind(kind: Record<string, unknown>): string {
-  const group = typeof kind.group === 'string' && kind.group !== '' ? `${kind.group}/` : '';
-  return `${group}${String(kind.version)}, Kind=${String(kind.kind)}`;
+  const member = (value: unknown) => (typeof value === 'string' ? shorten(value) : describe(value));
+  const group = typeof kind.group === 'string' && kind.group !== '' ? `${shorten(kind.group)}/` : '';
+  return `${group}${member(kind.version)}, Kind=${member(kind.kind)}`;
 }
 
 /**
@@ -161,7 +172,9 @@ function checkObjectMatchesKind(object: Record<string, unknown>, kind: Record<st
   if (apiVersionAgrees && kindAgrees) return;
   if (typeof apiVersion === 'string' && typeof objectKind === 'string') {
     const groupVersion = apiVersion.includes('/') ? apiVersion : `/${apiVersion}`;
-    throw new AdmissionDecodeError(`request.kind must be ${groupVersion}, Kind=${objectKind} to match request.object, got ${formatKind(kind)}`);
+    throw new AdmissionDecodeError(
+      `request.kind must be ${shorten(groupVersion)}, Kind=${shorten(objectKind)} to match request.object, got ${formatKind(kind)}`,
+    );
   }
   throw new AdmissionDecodeError(
     `request.object (apiVersion ${describe(apiVersion)}, kind ${describe(objectKind)}) does not match request.kind ${formatKind(kind)}`,

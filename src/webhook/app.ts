@@ -55,6 +55,7 @@ export const INJECTOR_ERROR_WARNING =
 export const WORKLOAD_ERROR_WARNING = "leaderhook: this object's pod template could not be checked (internal webhook error; see the webhook logs)";
 
 const JSON_TYPE = 'application/json';
+const EMPTY_BODY = `the request body is empty; expected an AdmissionReview (${JSON_TYPE})`;
 
 /** JSON is UTF-8, -16 or -32 (RFC 7159 8.1); UTF-32 is not among the encodings TextDecoder knows, and no API server sends it. */
 const JSON_CHARSETS = new Set(['utf-8', 'utf-16', 'utf-16le', 'utf-16be']);
@@ -214,7 +215,7 @@ export function createWebhookApp(options: WebhookAppOptions): express.Express {
   const requireJson: RequestHandler = (req, res, next) => {
     const length = req.get('content-length');
     const hasBody = req.get('transfer-encoding') !== undefined || (length !== undefined && length !== '0');
-    if (!hasBody) return reject(req, res, 400, `the request body is empty; expected an AdmissionReview (${JSON_TYPE})`);
+    if (!hasBody) return reject(req, res, 400, EMPTY_BODY);
     const contentType = req.get('content-type');
     if (contentType === undefined) return reject(req, res, 415, `Content-Type is missing; it must be ${JSON_TYPE}`);
     const [mediaType, ...parameters] = contentType.split(';').map((part) => part.trim().toLowerCase());
@@ -231,9 +232,12 @@ export function createWebhookApp(options: WebhookAppOptions): express.Express {
   const readBody = express.raw({ limit: bodyLimitBytes, type: JSON_TYPE });
 
   const mutate: RequestHandler = (req, res) => {
+    const bytes = utf8Body(req);
+    // A chunked body can end before its first byte: as empty as a Content-Length of 0.
+    if (bytes.length === 0) return reject(req, res, 400, EMPTY_BODY);
     let body: unknown;
     try {
-      body = parseReviewJson(utf8Body(req));
+      body = parseReviewJson(bytes);
     } catch (error) {
       return reject(req, res, 400, `the request body is not valid JSON: ${(error as Error).message}`);
     }
@@ -288,6 +292,11 @@ export function createWebhookApp(options: WebhookAppOptions): express.Express {
     if (res.headersSent) {
       logger.error({ err: error, path: req.path }, 'error after the answer was sent');
       return;
+    }
+    const encoding = req.get('content-encoding')?.toLowerCase() ?? 'identity';
+    if (type === undefined && status === 400 && encoding !== 'identity') {
+      // body-parser passes zlib's errors on untyped, in zlib's words ("incorrect header check"), which do not say the body was compressed.
+      return reject(req, res, 400, `the request body could not be decompressed (Content-Encoding: ${encoding}): ${error.message}`);
     }
     switch (type) {
       case 'entity.too.large':

@@ -37,7 +37,7 @@
  * servers are stopped by their PIDs.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { appendFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -47,6 +47,7 @@ import { ensureDevCertificates } from '../../src/webhook/devcerts.ts';
 import { createMemoryCgroup, type MemoryCgroup } from './memory-cgroup.ts';
 import { buildPeer, type ServerProcess, startPeer, startServerProcess } from '../peers/webhook/process.ts';
 import { goldenSettings } from '../support/injection-settings.ts';
+import { compileLeaderhook, readStatus } from './compiled-webhook.ts';
 import { closedLoop, type LoadResult, mutateRequest, openLoop, probe, type Target } from './webhook-client.ts';
 import { kubebuilderReview, largePodReview } from './webhook-pods.ts';
 
@@ -93,25 +94,6 @@ for (const s of servers) if (s !== 'leaderhook' && s !== 'peer') throw new Error
 /** Connections of the open-loop pool, and the answers the drain waits for at the end of a phase. */
 const OPEN_LOOP_CONNECTIONS = 32;
 const RSS_SAMPLE_MS = 50;
-
-/** Compiles `root`/src as the image build does, into a scratch directory that resolves this checkout's node_modules. */
-function compileLeaderhook(root: string, into: string): string {
-  const out = join(into, 'leaderhook');
-  try {
-    execFileSync(join(repo, 'node_modules/.bin/tsc'), ['-p', join(root, 'tsconfig.build.json'), '--outDir', join(out, 'dist')], { encoding: 'utf8' });
-  } catch (error) {
-    // tsc exits non-zero on a type error but still emits; a missing cli.js is what matters.
-    if (!existsSync(join(out, 'dist/cli.js'))) throw new Error(`compiling ${root}/src: ${String((error as { stdout?: string }).stdout ?? error)}`);
-  }
-  symlinkSync(join(repo, 'node_modules'), join(out, 'node_modules'));
-  copyFileSync(join(root, 'package.json'), join(out, 'package.json'));
-  return join(out, 'dist/cli.js');
-}
-
-function readStatus(pid: number): { rssKiB: number; anonKiB: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return { rssKiB: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN), anonKiB: Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) };
-}
 
 /**
  * Nanoseconds the threads of `pid` have spent runnable but waiting for a CPU

@@ -84,6 +84,21 @@ describe('decodeAdmissionReview', () => {
       /^request.object \(apiVersion missing, kind "Deployment"\) does not match request.kind v1, Kind=Pod$/,
     ],
     ['a v2 Pod', review({ ...goodRequest, kind: { group: '', version: 'v2', kind: 'Pod' } }), /got v2, Kind=Pod/],
+    [
+      'a kind whose members are not strings, one of which String() cannot convert',
+      review({ ...goodRequest, kind: { group: 7, version: { toString: 1 }, kind: ['Pod'] } }),
+      /got an object, Kind=an array$/,
+    ],
+    [
+      'a kind with a huge name, quoted cut short',
+      review({ ...goodRequest, kind: { group: '', version: 'v1', kind: 'x'.repeat(100_000) } }),
+      /got v1, Kind=x{60}\.\.\.$/,
+    ],
+    [
+      'an object of a huge kind, quoted cut short',
+      review({ ...goodRequest, object: { apiVersion: 'v1', kind: 'y'.repeat(100_000) } }),
+      /^request.kind must be \/v1, Kind=y{60}\.\.\. to match request.object, got v1, Kind=Pod$/,
+    ],
     ['no object', review({ ...goodRequest, object: undefined }), /^request.object is missing$/],
     ['null object outside a DELETE', review({ ...goodRequest, object: null }), /^request.object is missing$/],
     ['object is a string', review({ ...goodRequest, object: 'pod' }), /request.object must be an object, got "pod"/],

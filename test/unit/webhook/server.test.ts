@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { connect } from 'node:tls';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import type { V1Pod } from '@kubernetes/client-node';
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import { INJECTOR_ERROR_WARNING } from '../../../src/webhook/app.ts';
@@ -172,6 +172,26 @@ describe('webhook server', () => {
     const result = await postJson(server, '');
     assert.equal(result.status, 400);
     assert.match(errorOf(result), /request body is empty/);
+  });
+
+  it('answers a compressed body that does not inflate with 400 saying so', async () => {
+    const body = await readTestdata('minimal-pod.review.json');
+    const notGzip = await postJson(server, body, { 'content-encoding': 'gzip' });
+    assert.equal(notGzip.status, 400);
+    assert.match(errorOf(notGzip), /^the request body could not be decompressed \(Content-Encoding: gzip\): incorrect header check$/);
+    const truncated = await postJson(server, brotliCompressSync(body).subarray(0, 20), { 'content-encoding': 'br' });
+    assert.equal(truncated.status, 400);
+    assert.match(errorOf(truncated), /^the request body could not be decompressed \(Content-Encoding: br\): /);
+  });
+
+  it('answers a chunked body that ends before its first byte with 400, as empty', async () => {
+    const result = await server.request('/mutate', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+      body: '',
+    });
+    assert.equal(result.status, 400);
+    assert.equal(errorOf(result), 'the request body is empty; expected an AdmissionReview (application/json)');
   });
 
   it('answers a body over the limit with 413', async () => {
