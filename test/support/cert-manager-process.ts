@@ -11,9 +11,9 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { freePort } from '../peers/webhook/process.ts';
 import { certManagerBinary, certManagerCrdDir } from './cert-manager.ts';
 import { broughtOwnCluster, kubeconfigPath, waitFor } from './kube.ts';
 import { kubectl } from './leaderhook.ts';
@@ -146,17 +146,5 @@ function stopProcess(p: CertManagerProcess, graceMs = 10_000): Promise<void> {
       resolve();
     });
     process.kill(p.pid, 'SIGTERM');
-  });
-}
-
-/** A port nothing listens on right now, on 127.0.0.1. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
   });
 }

@@ -30,6 +30,7 @@ import {
   releaseEvents,
   waitForNewLeaderRunning,
   waitForRecorded,
+  waitForTakeover,
 } from './failover.ts';
 
 export type OperatorName = 'lfl-operator' | 'lease-operator';
@@ -132,16 +133,7 @@ export async function followFailover(
   let newLeader: string | undefined;
   let takenAt: number | undefined;
   try {
-    const taken = await waitForRecorded(
-      recording,
-      `another pod to hold ${lock.kind}/${lock.name}`,
-      async () =>
-        lock.events(recording).find((event) => {
-          const holder = event.type === 'DELETED' ? undefined : lock.holderOf(event.object);
-          return event.at > deleteIssued && holder !== undefined && holder !== leader;
-        }),
-      timeoutMs,
-    );
+    const taken = await waitForTakeover(recording, lock, leader, deleteIssued, timeoutMs);
     newLeader = lock.holderOf(taken.object);
     takenAt = taken.at;
     if (newLeader) await waitForNewLeaderRunning(recording, lock, newLeader);

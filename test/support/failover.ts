@@ -468,7 +468,13 @@ export async function waitUntilBackedOff(recording: Recording, standby: string):
 // A failover, step by step
 
 /** The first lock event after `since` that names a holder other than `leader`: the takeover. */
-export function waitForTakeover<L>(recording: Recording, lock: LeaderLock<L>, leader: string, since: number): Promise<Observed<L>> {
+export function waitForTakeover<L>(
+  recording: Recording,
+  lock: LeaderLock<L>,
+  leader: string,
+  since: number,
+  timeoutMs = failoverTimeoutMs,
+): Promise<Observed<L>> {
   return waitForRecorded(
     recording,
     `another pod to hold ${lock.kind}/${lock.name}`,
@@ -477,7 +483,7 @@ export function waitForTakeover<L>(recording: Recording, lock: LeaderLock<L>, le
         const holder = event.type === 'DELETED' ? undefined : lock.holderOf(event.object);
         return event.at > since && holder !== undefined && holder !== leader;
       }),
-    failoverTimeoutMs,
+    timeoutMs,
   );
 }
 
