@@ -20,8 +20,9 @@ export function isInjectable(pod: Pod): boolean {
   return meta.labels?.[annotations.inject] !== 'false' && meta.annotations?.[annotations.inject] !== 'false';
 }
 
-function isTerminal(pod: Pod): boolean {
-  return pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
+/** Finished, or being deleted (a rollout's old pod shuts down for a while after its replacement is ready): it will not run again. */
+function isGoingAway(pod: Pod): boolean {
+  return pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed' || pod.metadata?.deletionTimestamp !== undefined;
 }
 
 /** The ServiceAccounts the injectable pods run as; each one is what its pods' hook runs as. */
@@ -31,19 +32,19 @@ export function serviceAccountsOf(pods: readonly Pod[]): string[] {
 
 /**
  * Pods that should carry the hook and do not: created before the namespace
- * was labelled, or while the webhook was down. Pods that finished are left
- * out: they will not run again.
+ * was labelled, or while the webhook was down. Pods that finished or are
+ * being deleted are left out: they will not run again.
  */
 export function uninjectedPods(pods: readonly Pod[]): string[] {
   return pods
-    .filter((p) => isInjectable(p) && !isTerminal(p) && p.metadata?.annotations?.[annotations.injected] === undefined)
+    .filter((p) => isInjectable(p) && !isGoingAway(p) && p.metadata?.annotations?.[annotations.injected] === undefined)
     .map((p) => p.metadata?.name ?? '?')
     .sort();
 }
 
 /** The nodes the injectable pods run on, where the hook image must be pullable. */
 export function operatorNodes(pods: readonly Pod[]): string[] {
-  return [...new Set(pods.filter((p) => isInjectable(p) && !isTerminal(p) && p.spec?.nodeName).map((p) => p.spec!.nodeName!))].sort();
+  return [...new Set(pods.filter((p) => isInjectable(p) && !isGoingAway(p) && p.spec?.nodeName).map((p) => p.spec!.nodeName!))].sort();
 }
 
 /** The hook container's image and pull policy in an injected pod, if it has one. */

@@ -51,6 +51,12 @@ describe('what the pods of a namespace tell the check', () => {
     assert.deepEqual(uninjectedPods(pods), ['op-b', 'plain']);
   });
 
+  it('leaves out a pod being deleted: the old pod of a rollout that already has its injected replacement', () => {
+    const old = pod('op-old', { node: 'n1', injected: false });
+    old.metadata = { ...old.metadata, deletionTimestamp: '2026-12-01T00:00:00Z' };
+    assert.deepEqual(uninjectedPods([...pods, old]), ['op-b', 'plain']);
+  });
+
   it('finds the nodes that run injectable pods', () => {
     assert.deepEqual(operatorNodes(pods), ['n1', 'n2']);
   });
