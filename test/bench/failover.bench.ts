@@ -30,7 +30,7 @@ import { parseArgs } from 'node:util';
 import { type Recording, splitBrainViolations } from '../support/failover.ts';
 import { createOperatorsNamespace, followFailover, lockOf, type OperatorName, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
 import { core } from '../support/kube.ts';
-import { deleteNamespaceAndWait, installLeaderhook, kubectl } from '../support/leaderhook.ts';
+import { deleteNamespaceAndWait, holdTerminating, installLeaderhook, kubectl, releaseTerminating } from '../support/leaderhook.ts';
 import type { LockUnderTest } from '../support/split-brain.ts';
 import { writeReport } from './failover-report.ts';
 import { parseRecords, type RunRecord, type TrialRecord } from './failover-trials.ts';
@@ -47,7 +47,6 @@ const SCENARIO_LIST: Scenario[] = [
   { name: 'lease-rollout', operator: 'lease-operator', stuckTerminating: false },
   { name: 'lfl-stuck-terminating', operator: 'lfl-operator', stuckTerminating: true },
 ];
-const HOLD_FINALIZER = 'leaderhook.test/hold';
 
 const usage = `usage: npm run bench:failover -- [--trials 1] [--scenario NAME ...] [--timeout 45] [--out FILE] [--docs DIR]
 
@@ -96,14 +95,6 @@ if (existsSync(out)) throw new Error(`--out ${out} exists: the record of another
 
 const say = (line: string) => process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
 
-function hold(namespace: string, pod: string, on: boolean): void {
-  try {
-    kubectl(['-n', namespace, 'patch', 'pod', pod, '--type=merge', '-p', JSON.stringify({ metadata: { finalizers: on ? [HOLD_FINALIZER] : null } })]);
-  } catch (error) {
-    if (on || !/NotFound|not found/.test((error as Error).message)) throw error;
-  }
-}
-
 /**
  * Split-brain episodes (test/support/split-brain.ts: a heartbeat by a process
  * not holding the lock at that revision, two processes writing in turns...)
@@ -128,12 +119,12 @@ async function runLoop(scenario: Scenario, ns: OperatorsNamespace): Promise<void
   const count = trialsOf.get(scenario.name) ?? trials;
   for (let trial = 1; trial <= count; trial++) {
     const leader = await waitForLeader(ns.recording, scenario.operator, ns.name, steadySince, 180_000);
-    if (scenario.stuckTerminating) hold(ns.name, leader, true);
+    if (scenario.stuckTerminating) holdTerminating(ns.name, leader);
     const fromRv = newestRv(ns.recording);
     const deleteIssued = Date.now();
     await core.deleteNamespacedPod({ name: leader, namespace: ns.name });
     const outcome = await followFailover(ns.recording, scenario.operator, leader, deleteIssued, { timeoutMs, untilOldPodGone: !scenario.stuckTerminating });
-    if (scenario.stuckTerminating) hold(ns.name, leader, false);
+    if (scenario.stuckTerminating) releaseTerminating(ns.name, leader);
     const { marks: _marks, ...timeline } = outcome;
     const record: TrialRecord = {
       kind: 'trial',

@@ -78,10 +78,8 @@ import {
   whoLeads,
 } from '../support/failover.ts';
 import { core } from '../support/kube.ts';
-import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl } from '../support/leaderhook.ts';
+import { grantReleaseHook, holdTerminating, INJECTION_LABEL, installLeaderhook, releaseTerminating } from '../support/leaderhook.ts';
 
-/** Holds the leader pod's object in Terminating after its containers stopped. */
-const HOLD_FINALIZER = 'leaderhook.test/hold';
 /** How long the control waits to show that the lock of a pod stuck Terminating is never freed. */
 const stuckControlMs = 40_000;
 const out = process.env.LEADERHOOK_FAILOVER_OUT;
@@ -233,19 +231,6 @@ async function lflFailoverWithHook(t: TestContext, shape: OperatorOptions['shape
   if (shape === 'bare-pods') assert.equal(newLeader, standby, 'with no replacement pod, the standby that was waiting leads');
 }
 
-/** Adds or removes the finalizer that keeps a pod object Terminating. */
-function holdPod(namespace: string, pod: string, hold: boolean): void {
-  kubectl(['-n', namespace, 'patch', 'pod', pod, '--type=merge', '-p', JSON.stringify({ metadata: { finalizers: hold ? [HOLD_FINALIZER] : null } })]);
-}
-
-function releaseHold(namespace: string, pod: string): void {
-  try {
-    holdPod(namespace, pod, false);
-  } catch (error) {
-    if (!/NotFound|not found/.test((error as Error).message)) throw error;
-  }
-}
-
 /**
  * The leader pod stays Terminating (a finalizer) after its containers have
  * stopped. Without leaderhook the lock stays: GC waits for the pod object.
@@ -261,7 +246,7 @@ async function stuckTerminating(t: TestContext, withHook: boolean): Promise<void
   let holdReleased: number | undefined;
   // From here on the finalizer must go whatever happens, or the namespace could never be deleted.
   try {
-    holdPod(namespace, leader, true);
+    holdTerminating(namespace, leader);
     const leaderPod = await core.readNamespacedPod({ name: leader, namespace });
     await assertLockOwnedBy(namespace, leaderPod);
     deleteIssued = Date.now();
@@ -295,7 +280,7 @@ async function stuckTerminating(t: TestContext, withHook: boolean): Promise<void
       );
     }
   } finally {
-    releaseHold(namespace, leader);
+    releaseTerminating(namespace, leader);
     holdReleased = Date.now();
   }
   await waitForPodGone(recording, leader);

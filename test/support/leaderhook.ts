@@ -217,3 +217,20 @@ export async function createOperatorNamespace(prefix: string, labels: Record<str
   await grantReleaseHook(ns.name, 'test-operator');
   return ns;
 }
+
+/** The finalizer the tests put on a pod to hold its object Terminating after its containers stopped. */
+const HOLD_FINALIZER = 'leaderhook.test/hold';
+
+/** Holds `pod` Terminating once deleted (a finalizer), as a stuck volume detach or controller would. */
+export function holdTerminating(namespace: string, pod: string): void {
+  kubectl(['-n', namespace, 'patch', 'pod', pod, '--type=merge', '-p', JSON.stringify({ metadata: { finalizers: [HOLD_FINALIZER] } })]);
+}
+
+/** Lets a held pod go; a pod already gone is fine. */
+export function releaseTerminating(namespace: string, pod: string): void {
+  try {
+    kubectl(['-n', namespace, 'patch', 'pod', pod, '--type=merge', '-p', JSON.stringify({ metadata: { finalizers: null } })]);
+  } catch (error) {
+    if (!/NotFound|not found/.test((error as Error).message)) throw error;
+  }
+}
