@@ -14,11 +14,10 @@
  * admission path alone, API server → Service → webhook → etcd, not the kubelet.
  * Refuses to run outside the cluster's network namespace (test/support/kube.ts).
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { V1Pod } from '@kubernetes/client-node';
 import { core, createTestNamespace } from '../support/kube.ts';
 import { INJECTION_LABEL, installLeaderhook } from '../support/leaderhook.ts';
+import { gatedKubebuilderPod, isInjected, KUBEBUILDER_SERVICE_ACCOUNT } from '../support/pod-create-load.ts';
 import { percentile } from './stats.ts';
 
 const usage = 'usage: test/cluster/in-netns.sh node_modules/.bin/node test/bench/pod-create.bench.ts [--creates 500] [--warmup 50]\n';
@@ -38,18 +37,6 @@ const warmup = Number(values.warmup);
 if (!Number.isInteger(creates) || creates < 1) throw new Error(`--creates must be a positive whole number, got ${values.creates}`);
 if (!Number.isInteger(warmup) || warmup < 0) throw new Error(`--warmup must be a whole number, got ${values.warmup}`);
 
-const review = JSON.parse(readFileSync(new URL('../testdata/admission/kubebuilder-pod.review.json', import.meta.url), 'utf8')) as {
-  request: { object: V1Pod };
-};
-
-function benchPod(): V1Pod {
-  const { metadata, spec } = structuredClone(review.request.object);
-  return {
-    metadata: { generateName: 'create-bench-', labels: metadata?.labels, annotations: metadata?.annotations },
-    spec: { ...spec!, schedulingGates: [{ name: 'leaderhook.io/never-scheduled' }] },
-  };
-}
-
 interface Sample {
   ms: number;
   injected: boolean;
@@ -57,9 +44,9 @@ interface Sample {
 
 async function createOnce(namespace: string): Promise<Sample> {
   const started = process.hrtime.bigint();
-  const pod = await core.createNamespacedPod({ namespace, body: benchPod() });
+  const pod = await core.createNamespacedPod({ namespace, body: gatedKubebuilderPod('create-bench-') });
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
-  return { ms, injected: pod.metadata?.annotations?.['leaderhook.io/injected'] !== undefined };
+  return { ms, injected: isInjected(pod) };
 }
 
 function summary(label: string, samples: readonly number[]): string {
@@ -74,7 +61,7 @@ const injecting = await createTestNamespace('create-bench-on', INJECTION_LABEL);
 const plain = await createTestNamespace('create-bench-off');
 // The pod runs as the kubebuilder operator's ServiceAccount; admission refuses it where that is missing.
 for (const ns of [injecting, plain]) {
-  await core.createNamespacedServiceAccount({ namespace: ns.name, body: { metadata: { name: review.request.object.spec!.serviceAccountName! } } });
+  await core.createNamespacedServiceAccount({ namespace: ns.name, body: { metadata: { name: KUBEBUILDER_SERVICE_ACCOUNT } } });
 }
 const withWebhook: number[] = [];
 const withoutWebhook: number[] = [];
