@@ -5,14 +5,12 @@
  * and exactly the checks that depend on it turn ✗, with exit 1.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { runCli } from '../support/cli.ts';
 import { createOperator } from '../support/failover.ts';
 import { apps, core, kubeconfigPath, rbac, type TestNamespace, waitFor } from '../support/kube.ts';
 import { createOperatorNamespace, grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl } from '../support/leaderhook.ts';
 
-const cli = path.join(import.meta.dirname, '../../src/cli.ts');
 const SYSTEM = 'leaderhook-system';
 /** The RoleBinding grantReleaseHook creates (deploy/operator-rbac/rolebinding.yaml). */
 const HOOK_ROLE_BINDING = 'leaderhook-release';
@@ -26,27 +24,9 @@ interface CheckRun {
   stderr: string;
 }
 
-function runCheck(namespace: string): Promise<CheckRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, 'check', '--kubeconfig', kubeconfigPath, '--namespace', namespace], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      stdout += c;
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => {
-      stderr += c;
-    });
-    const timer = setTimeout(() => {
-      if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
-      reject(new Error(`leaderhook check did not exit within ${CHECK_TIMEOUT_MS} ms; killed PID ${child.pid}\n${stdout}\n${stderr}`));
-    }, CHECK_TIMEOUT_MS);
-    child.on('error', reject);
-    child.on('close', (status) => {
-      clearTimeout(timer);
-      resolve({ status, lines: stdout.trimEnd().split('\n'), stderr });
-    });
-  });
+async function runCheck(namespace: string): Promise<CheckRun> {
+  const { status, stdout, stderr } = await runCli(['check', '--kubeconfig', kubeconfigPath, '--namespace', namespace], { timeoutMs: CHECK_TIMEOUT_MS });
+  return { status, lines: stdout.trimEnd().split('\n'), stderr };
 }
 
 /** The titles of the ✗ lines. */

@@ -4,7 +4,6 @@
  * lines it prints, the summary and the exit code.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,10 +12,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { KubeApiError } from '../../../src/kube/errors.ts';
 import { createCertificateAuthority, issueServingCertificate, WEBHOOK_SERVICE_NAMES } from '../../../src/webhook/devcerts.ts';
+import { type CliExit, runCli } from '../../support/cli.ts';
 import { type FakeCluster, fakeApi, healthyCluster } from './fake-cluster.ts';
-
-const cli = path.join(import.meta.dirname, '../../../src/cli.ts');
-const EXIT_TIMEOUT_MS = 20_000;
 
 /** Serves `cluster` as an API server would: JSON bodies, a Status with the code on errors. */
 function serve(cluster: FakeCluster): Promise<Server> {
@@ -41,26 +38,9 @@ function serve(cluster: FakeCluster): Promise<Server> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
-function check(...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, 'check', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KUBECONFIG: '' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      stdout += c;
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => {
-      stderr += c;
-    });
-    const timer = setTimeout(() => {
-      if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
-      reject(new Error(`leaderhook check did not exit within ${EXIT_TIMEOUT_MS} ms; killed PID ${child.pid}`));
-    }, EXIT_TIMEOUT_MS);
-    child.on('close', (status) => {
-      clearTimeout(timer);
-      resolve({ status, stdout, stderr });
-    });
-  });
+/** `leaderhook check ARGS…` with the developer's own $KUBECONFIG cleared. */
+function check(...args: string[]): Promise<CliExit> {
+  return runCli(['check', ...args], { env: { KUBECONFIG: '' } });
 }
 
 describe('leaderhook check, the command', () => {
