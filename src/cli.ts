@@ -9,8 +9,10 @@
  * Each command loads only its own modules, so the hook never carries the
  * webhook's HTTP stack, nor the tools' modules, into operator pods.
  */
+import { inspect } from 'node:util';
 import { checkFlags, injectFlags, releaseFlags, webhookFlags } from './commands/flags.ts';
 import { parseFlags, UsageError, usage, type FlagSpec, type FlagValues } from './flags.ts';
+import { UserFacingError } from './user-facing-error.ts';
 import { version } from './version.ts';
 
 /** A command's run resolves to its exit code; to anything else (nothing) for 0. */
@@ -82,9 +84,11 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     // A command that cannot start (a certificate it cannot read, a port in use)
-    // says why in one line: its errors carry their context, and a stack trace
-    // would bury that line in the pod's log.
-    process.stderr.write(`leaderhook ${name}: ${error instanceof Error ? error.message : String(error)}\n`);
+    // says why in one line: its UserFacingErrors carry their context, and a
+    // stack trace would bury that line in the pod's log. Anything else is a
+    // bug, and its stack and causes are what find it.
+    const report = error instanceof UserFacingError ? error.message : inspect(error);
+    process.stderr.write(`leaderhook ${name}: ${report}\n`);
     return 1;
   }
 }

@@ -1,5 +1,6 @@
 import type * as http from 'node:http';
 import * as https from 'node:https';
+import { UserFacingError } from '../user-facing-error.ts';
 import { version } from '../version.ts';
 import type { ClusterConfig } from './config.ts';
 import { errorFromResponse, KubeApiError } from './errors.ts';
@@ -143,7 +144,7 @@ function transportError(method: string, path: string, err: unknown, timedOut: bo
 export function createKubeClient(config: ClusterConfig): KubeClient {
   const secure = config.server.protocol === 'https:';
   if (!secure && config.server.protocol !== 'http:') {
-    throw new Error(`API server ${config.server.href} (${config.source}): only https:// and http:// are supported`);
+    throw new UserFacingError(`API server ${config.server.href} (${config.source}): only https:// and http:// are supported`);
   }
   // node:http is loaded only for a plain-http server (tests, a local proxy):
   // importing it costs the hook ~3 MiB even though node:https is loaded anyway.

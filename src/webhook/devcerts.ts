@@ -11,6 +11,7 @@ import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { generate } from 'selfsigned';
 import type { Logger } from '../log.ts';
+import { UserFacingError } from '../user-facing-error.ts';
 
 /** The in-cluster names of the webhook Service (deploy/), short and long. */
 export const WEBHOOK_SERVICE_NAMES = [
@@ -139,7 +140,7 @@ export async function ensureDevCertificates(dir: string, logger: Logger, hosts: 
     await writeAtomically(files.keyFile, serving.key, 0o600);
     await writeAtomically(files.certFile, serving.cert, 0o644);
   } catch (error) {
-    throw new Error(`creating development certificates in ${dir}: ${(error as Error).message}`);
+    throw new UserFacingError(`creating development certificates in ${dir}: ${(error as Error).message}`);
   }
   logger.info({ dir, hosts, reason, caFile: files.caFile }, 'created development certificates');
   return { ...files, created: true };

@@ -10,6 +10,7 @@ import { injectPod } from '../injector/index.ts';
 import type { InjectionSettings } from '../injector/types.ts';
 import { workloadWarnings } from '../injector/workloads.ts';
 import type { Logger } from '../log.ts';
+import { UserFacingError } from '../user-facing-error.ts';
 import { createWebhookApp, type Injector, type WorkloadChecker } from './app.ts';
 import { createWebhookMetrics, type WebhookMetrics } from './metrics.ts';
 import { type CertificateSource, createCertificateSource } from './tls.ts';
@@ -58,7 +59,7 @@ export interface RunningWebhook {
 function listen(server: Server, host: string, port: number): Promise<AddressInfo> {
   return new Promise((resolvePromise, rejectPromise) => {
     const onError = (error: NodeJS.ErrnoException) => {
-      rejectPromise(new Error(`listening on ${host}:${port}: ${error.code ?? error.message}`));
+      rejectPromise(new UserFacingError(`listening on ${host}:${port}: ${error.code ?? error.message}`));
     };
     server.once('error', onError);
     server.listen(port, host, () => {

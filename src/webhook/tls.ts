@@ -17,6 +17,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createSecureContext, type Server } from 'node:tls';
 import type { Logger } from '../log.ts';
+import { UserFacingError } from '../user-facing-error.ts';
 import type { WebhookMetrics } from './metrics.ts';
 
 export interface CertificatePair {
@@ -63,7 +64,7 @@ async function readPem(file: string, what: string): Promise<Buffer> {
     return await readFile(file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new Error(`reading ${what} ${file}: ${code ?? errorMessage(error)}`);
+    throw new UserFacingError(`reading ${what} ${file}: ${code ?? errorMessage(error)}`);
   }
 }
 
@@ -77,26 +78,26 @@ export function parseCertificatePair(cert: Buffer, key: Buffer, certFile: string
   try {
     x509 = new X509Certificate(cert);
   } catch (error) {
-    throw new Error(`parsing serving certificate ${certFile}: ${errorMessage(error)}`);
+    throw new UserFacingError(`parsing serving certificate ${certFile}: ${errorMessage(error)}`);
   }
   let privateKey: ReturnType<typeof createPrivateKey>;
   try {
     privateKey = createPrivateKey(key);
   } catch (error) {
-    throw new Error(`parsing private key ${keyFile}: ${errorMessage(error)}`);
+    throw new UserFacingError(`parsing private key ${keyFile}: ${errorMessage(error)}`);
   }
   if (!x509.checkPrivateKey(privateKey)) {
-    throw new Error(`serving certificate ${certFile} (serial ${x509.serialNumber}) does not match private key ${keyFile}`);
+    throw new UserFacingError(`serving certificate ${certFile} (serial ${x509.serialNumber}) does not match private key ${keyFile}`);
   }
   const notAfter = new Date(x509.validTo);
   if (notAfter.getTime() <= now.getTime()) {
-    throw new Error(`serving certificate ${certFile} (serial ${x509.serialNumber}) expired at ${notAfter.toISOString()}`);
+    throw new UserFacingError(`serving certificate ${certFile} (serial ${x509.serialNumber}) expired at ${notAfter.toISOString()}`);
   }
   try {
     // The chain in the file, if any, must load too; the API server sees all of it.
     createSecureContext({ cert, key });
   } catch (error) {
-    throw new Error(`loading serving certificate ${certFile} with key ${keyFile}: ${errorMessage(error)}`);
+    throw new UserFacingError(`loading serving certificate ${certFile} with key ${keyFile}: ${errorMessage(error)}`);
   }
   return { cert, key, serialNumber: x509.serialNumber, subject: certificateName(x509), notAfter };
 }

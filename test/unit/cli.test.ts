@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -50,6 +51,47 @@ test('a webhook without its serving certificate exits 1 with one line that names
   );
   assert.equal(r.status, 1, r.stderr);
   assert.equal(r.stderr, `leaderhook webhook: reading serving certificate ${cert}: ENOENT\n`, 'one line, no stack trace');
+});
+
+test('failures leaderhook explains (a port in use, a bad setting) exit 1 with their one line, no stack trace', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'leaderhook-cli-failures-'));
+  const occupied = createServer();
+  await new Promise<void>((resolve) => occupied.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = occupied.address() as AddressInfo;
+    const notADirectory = path.join(dir, 'file');
+    await writeFile(notADirectory, '');
+    const ftpKubeconfig = path.join(dir, 'kubeconfig');
+    const ftpCluster = { name: 'c', cluster: { server: 'ftp://127.0.0.1:1' } };
+    await writeFile(ftpKubeconfig, JSON.stringify({ 'current-context': 'c', contexts: [{ name: 'c', context: { cluster: 'c' } }], clusters: [ftpCluster] }));
+    const webhook = ['webhook', '--hook-image=leaderhook.test/leaderhook:dev', '--dev'];
+    for (const { args, line } of [
+      { args: [...webhook, `--certs-dir=${dir}/dev`, `--listen=127.0.0.1:${port}`], line: `leaderhook webhook: listening on 127.0.0.1:${port}: EADDRINUSE` },
+      { args: [...webhook, `--certs-dir=${notADirectory}/dev`], line: /^leaderhook webhook: creating development certificates in .*\/file\/dev: ENOTDIR/ },
+      {
+        args: ['check', `--kubeconfig=${ftpKubeconfig}`],
+        line: /^leaderhook check: API server ftp:\/\/127.0.0.1:1\/ .*: only https:\/\/ and http:\/\/ are supported$/,
+      },
+    ]) {
+      const r = await runCli(args, { env });
+      assert.equal(r.status, 1, r.stderr);
+      assert.equal(r.stderr.split('\n').length, 2, `one line, no stack trace:\n${r.stderr}`);
+      if (typeof line === 'string') assert.equal(r.stderr, `${line}\n`);
+      else assert.match(r.stderr.trimEnd(), line);
+    }
+  } finally {
+    occupied.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('an unexpected error, a bug, exits 1 with its stack, so that it can be found', async () => {
+  // Breaks stdout in the child before the CLI runs: `version` then fails inside the command as a bug would, with a TypeError.
+  const breakStdout = "process.stdout.write = () => { throw new TypeError('stdout is broken for this test'); };";
+  const r = await runCli(['version'], { env: { ...env, NODE_OPTIONS: `--import=data:text/javascript,${encodeURIComponent(breakStdout)}` } });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /^leaderhook version: TypeError: stdout is broken for this test\n\s+at /);
+  assert.match(r.stderr, /src\/cli\.ts:\d+:\d+/, 'the stack names where it failed');
 });
 
 test('contradictory settings are refused before anything starts', async () => {
