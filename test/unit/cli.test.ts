@@ -65,15 +65,20 @@ test('failures leaderhook explains (a port in use, a bad setting) exit 1 with th
     const ftpCluster = { name: 'c', cluster: { server: 'ftp://127.0.0.1:1' } };
     await writeFile(ftpKubeconfig, JSON.stringify({ 'current-context': 'c', contexts: [{ name: 'c', context: { cluster: 'c' } }], clusters: [ftpCluster] }));
     const webhook = ['webhook', '--hook-image=leaderhook.test/leaderhook:dev', '--dev'];
-    for (const { args, line } of [
+    for (const { args, env: settings, line } of [
       { args: [...webhook, `--certs-dir=${dir}/dev`, `--listen=127.0.0.1:${port}`], line: `leaderhook webhook: listening on 127.0.0.1:${port}: EADDRINUSE` },
       { args: [...webhook, `--certs-dir=${notADirectory}/dev`], line: /^leaderhook webhook: creating development certificates in .*\/file\/dev: ENOTDIR/ },
+      {
+        args: [...webhook, `--certs-dir=${dir}/dev`],
+        env: { LEADERHOOK_LOG_LEVEL: 'chatty' },
+        line: /^leaderhook webhook: log level "chatty" \(LEADERHOOK_LOG_LEVEL\) is not one of trace, debug, info, warn, error, fatal, silent$/,
+      },
       {
         args: ['check', `--kubeconfig=${ftpKubeconfig}`],
         line: /^leaderhook check: API server ftp:\/\/127.0.0.1:1\/ .*: only https:\/\/ and http:\/\/ are supported$/,
       },
     ]) {
-      const r = await runCli(args, { env });
+      const r = await runCli(args, { env: { ...env, ...settings } });
       assert.equal(r.status, 1, r.stderr);
       assert.equal(r.stderr.split('\n').length, 2, `one line, no stack trace:\n${r.stderr}`);
       if (typeof line === 'string') assert.equal(r.stderr, `${line}\n`);
