@@ -17,6 +17,8 @@ export interface Logger {
   info: LogMethod;
   warn: LogMethod;
   error: LogMethod;
+  /** Whether a line at `level` is written, as pino's: a caller can skip building one that would be dropped. */
+  isLevelEnabled(level: LogLevel): boolean;
   child(bindings: LogFields): Logger;
 }
 
@@ -63,11 +65,12 @@ export function createLineLogger(
   write: (line: string) => void = writeStdout,
 ): Logger {
   const threshold = LEVELS[level as LogLevel] ?? LEVELS.info;
+  const isLevelEnabled = (name: LogLevel) => LEVELS[name] >= threshold;
   const make = (bindings: LogFields): Logger => {
     const method =
       (name: LogLevel): LogMethod =>
       (fields, msg) => {
-        if (LEVELS[name] < threshold) return;
+        if (!isLevelEnabled(name)) return;
         const record = {
           level: name,
           time: new Date().toISOString(),
@@ -82,6 +85,7 @@ export function createLineLogger(
       info: method('info'),
       warn: method('warn'),
       error: method('error'),
+      isLevelEnabled,
       child: (more) => make({ ...bindings, ...more }),
     };
   };

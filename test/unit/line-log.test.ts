@@ -42,6 +42,15 @@ describe('createLineLogger', () => {
     );
   });
 
+  it('says which levels it writes, as pino does, in children too', () => {
+    const { logger } = capture('info');
+    assert.deepEqual(
+      (['debug', 'info', 'warn', 'error'] as const).map((level) => logger.child({ pod: 'op-0' }).isLevelEnabled(level)),
+      [false, true, true, true],
+    );
+    assert.equal(capture('debug').logger.isLevelEnabled('debug'), true);
+  });
+
   it('serializes errors in any field with type, message, code and cause; the stack only on error lines', () => {
     const { logger, parsed } = capture();
     const cause = Object.assign(new Error('ECONNREFUSED 10.0.0.1:443'), { code: 'ECONNREFUSED' });
