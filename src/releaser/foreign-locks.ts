@@ -140,7 +140,10 @@ export class ForeignLocks implements ForeignLockSink {
     if (decision.release) await this.#release(t, t.owner.name === ctx.podName ? 'R0' : decision.rule, decision.message);
     else {
       t.failures = 0;
-      ctx.log.debug({ lock: `ConfigMap/${t.name}`, holder: t.owner.name, holderState: decision.state }, `holder read live: ${decision.message}; lock kept`);
+      // Every event of a lock or its holder that keeps it comes here: build the line only when it is written.
+      if (ctx.log.isLevelEnabled('debug')) {
+        ctx.log.debug({ lock: `ConfigMap/${t.name}`, holder: t.owner.name, holderState: decision.state }, `holder read live: ${decision.message}; lock kept`);
+      }
     }
     return true;
   }
