@@ -29,7 +29,6 @@ async function runCheck(namespace: string): Promise<CheckRun> {
   return { status, lines: stdout.trimEnd().split('\n'), stderr };
 }
 
-/** The titles of the ✗ lines. */
 /** The titles of the ✗ lines: "TITLE: detail", where a namespace's titles are "namespace N: check". */
 function failures(run: CheckRun): string[] {
   return run.lines
