@@ -15,8 +15,6 @@ import { createWebhookApp, type Injector, type WorkloadChecker } from './app.ts'
 import { createWebhookMetrics, type WebhookMetrics } from './metrics.ts';
 import { type CertificateSource, createCertificateSource } from './tls.ts';
 
-export const DEFAULT_BODY_LIMIT_BYTES = 3 * 1024 * 1024;
-
 export interface WebhookServerOptions {
   host: string;
   /** 0 picks a free port (tests); `address` tells which. */
