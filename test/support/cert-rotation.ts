@@ -12,10 +12,10 @@
  * deploy/certificates.yaml, as the API server verifies it.
  */
 import { X509Certificate } from 'node:crypto';
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
+import { LogTail, webhookCallErrors } from './apiserver-log.ts';
 import { clusterStateDir, core, waitFor } from './kube.ts';
 import { kubectl } from './leaderhook.ts';
 import { type PodCreateLoadResult, startPodCreateLoad } from './pod-create-load.ts';
@@ -157,33 +157,6 @@ export async function renewServingCertificate(before: string, timeoutMs = 60_000
   );
 }
 
-/** The kube-apiserver's log of the local cluster, read from an offset: what it logged during a window. */
-export class ApiServerLog {
-  private readonly file = join(clusterStateDir, 'logs', 'kube-apiserver.log');
-  private readonly start = statSync(this.file).size;
-
-  /** The lines logged since this was created. */
-  linesSince(): string[] {
-    const length = statSync(this.file).size - this.start;
-    if (length <= 0) return [];
-    const buffer = Buffer.alloc(length);
-    const fd = openSync(this.file, 'r');
-    try {
-      readSync(fd, buffer, 0, length, this.start);
-    } finally {
-      closeSync(fd);
-    }
-    return buffer.toString('utf8').split('\n').filter(Boolean);
-  }
-}
-
-/** The API server's complaints about calling leaderhook's webhooks; the TLS ones separately. */
-export function webhookCallErrors(lines: readonly string[]): { tls: string[]; other: string[] } {
-  const calls = lines.filter((l) => /leaderhook/.test(l) && /failed calling webhook|failing open/i.test(l));
-  const tls = calls.filter((l) => /x509|tls:|certificate|handshake/i.test(l));
-  return { tls, other: calls.filter((l) => !tls.includes(l)) };
-}
-
 export const RELOADS_METRIC = 'leaderhook_certificate_reloads_total';
 export const RELOAD_ERRORS_METRIC = 'leaderhook_certificate_reload_errors_total';
 
@@ -236,7 +209,7 @@ export async function rotateUnderLoad(options: RotationUnderLoadOptions): Promis
   const replicas = await webhookReplicas();
   if (replicas.length === 0) throw new Error(`no running webhook replica in ${NAMESPACE}`);
   const reloadsBefore = await Promise.all(replicas.map((r) => webhookCounter(r, ca, RELOADS_METRIC)));
-  const log = new ApiServerLog();
+  const log = new LogTail(join(clusterStateDir, 'logs', 'kube-apiserver.log'));
   const load = startPodCreateLoad(namespace, { ratePerSecond });
   const rounds: RotationRound[] = [];
   const handshakeErrors: string[] = [];
@@ -287,7 +260,7 @@ export async function rotateUnderLoad(options: RotationUnderLoadOptions): Promis
     handshakeErrors,
     caUnchanged: (await trustedCa()).equals(ca),
     load: loadResult,
-    apiServer: webhookCallErrors(log.linesSince()),
+    apiServer: webhookCallErrors(log.lines()),
     durationMs: Date.now() - startedAt,
   };
 }
