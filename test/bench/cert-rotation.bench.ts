@@ -76,7 +76,7 @@ try {
         result.rounds.map((r) => r.servedByAllMs),
       ),
       '',
-      `- pods created: ${load.created} in ${load.seconds} s; per whole second min ${Math.min(...perSecond)}, p50 ${percentile(perSecond, 50)}, max ${Math.max(...perSecond)}; skipped (too many in flight) ${load.skipped}`,
+      `- pods created: ${load.created} in ${load.seconds} s; per whole second min ${Math.min(...perSecond)}, p1 ${percentile(perSecond, 1)}, p50 ${percentile(perSecond, 50)}, max ${Math.max(...perSecond)}; seconds below ${rate}/s: ${perSecond.filter((n) => n < rate).length} of ${perSecond.length}; skipped (too many in flight) ${load.skipped}`,
       `- pods without the injection: ${load.uninjected.length}; creates failed: ${load.failed}${load.failures.length ? ` (${load.failures.join('; ')})` : ''}`,
       `- API server failed calls to the webhook: ${result.apiServer.tls.length} TLS, ${result.apiServer.other.length} other`,
       `- TLS handshakes with a replica that failed verification: ${result.handshakeErrors.length}; CA unchanged: ${result.caUnchanged}`,
