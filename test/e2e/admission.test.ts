@@ -18,6 +18,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { OPERATOR_CONTAINER, operatorManifest } from '../support/failover.ts';
+import { scaleWebhook } from '../support/faults.ts';
 import { apps, core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
 import {
   createOperatorNamespace,
@@ -32,20 +33,6 @@ import {
 const SYSTEM = 'leaderhook-system';
 const lflHolder = async (namespace: string) => (await readLflLock(namespace))?.holder;
 const INJECTED = 'leaderhook.io/injected';
-
-async function scaleWebhook(replicas: number): Promise<void> {
-  kubectl(['-n', SYSTEM, 'scale', 'deployment/leaderhook-webhook', `--replicas=${replicas}`]);
-  await waitFor(
-    `the webhook at ${replicas} ready replicas`,
-    async () => {
-      const pods = await core.listNamespacedPod({ namespace: SYSTEM, labelSelector: 'app.kubernetes.io/component=webhook' });
-      const ready = pods.items.filter((p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-      return replicas === 0 ? pods.items.length === 0 : ready.length === replicas;
-    },
-    120_000,
-    250,
-  );
-}
 
 async function operatorPods(namespace: string): Promise<V1Pod[]> {
   const pods = await core.listNamespacedPod({ namespace, labelSelector: 'app.kubernetes.io/name=lfl-operator' });

@@ -8,17 +8,14 @@
  * released by R1.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { operatorManifest, RELEASE_HOOK_CONTAINER } from '../support/failover.ts';
-import { apps, broughtOwnCluster, clusterStateDir, core, type TestNamespace, waitFor } from '../support/kube.ts';
+import { clusterProcessFaultsUnavailable, killAndRestartApiServer, waitForKubeletToAct } from '../support/faults.ts';
+import { apps, core, type TestNamespace, waitFor } from '../support/kube.ts';
 import { createOperatorNamespace, INJECTION_LABEL, installLeaderhook, readLflLock } from '../support/leaderhook.ts';
 
 const lflHolder = async (namespace: string) => (await readLflLock(namespace))?.holder;
-const repo = join(import.meta.dirname, '../..');
 
 const hookRestarts = (pod: V1Pod) => pod.status?.initContainerStatuses?.find((s) => s.name === RELEASE_HOOK_CONTAINER)?.restartCount ?? 0;
 
@@ -28,27 +25,7 @@ async function operatorPods(namespace: string): Promise<V1Pod[]> {
   );
 }
 
-/** A pod that only has to start, restricted-compliant. */
-function probePod(name: string): V1Pod {
-  return {
-    metadata: { name, labels: { 'leaderhook.io/inject': 'false' } },
-    spec: {
-      securityContext: { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } },
-      containers: [
-        {
-          name: 'pause',
-          image: 'leaderhook.local/pause:3.10',
-          imagePullPolicy: 'Never',
-          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
-        },
-      ],
-    },
-  };
-}
-
-const pidFile = join(clusterStateDir, 'pids', 'kube-apiserver.pid');
-
-describe('the kube-apiserver restarts while the hooks watch', { skip: broughtOwnCluster || !existsSync(pidFile) ? 'needs the local cluster' : false }, () => {
+describe('the kube-apiserver restarts while the hooks watch', { skip: clusterProcessFaultsUnavailable() ?? false }, () => {
   let uninstall: (() => Promise<void>) | undefined;
   let ns: TestNamespace;
 
@@ -66,30 +43,10 @@ describe('the kube-apiserver restarts while the hooks watch', { skip: broughtOwn
     const leader = await waitFor('a leader', () => lflHolder(ns.name), 120_000);
     await waitFor('both pods running', async () => (await operatorPods(ns.name)).filter((p) => p.status?.phase === 'Running').length === 2, 120_000);
 
-    const pid = Number(readFileSync(pidFile, 'utf8').trim());
-    assert.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8'), /kube-apiserver/, `${pidFile} names the running kube-apiserver`);
-    const stoppedAt = Date.now();
-    // killed, as a crash or an OOM kill would: a SIGTERM'd kube-apiserver drains for a minute first
-    process.kill(pid, 'SIGKILL');
-    // gone, or a zombie nobody reaps (the machine's init may not): either way it serves nothing
-    const exited = () => !existsSync(`/proc/${pid}`) || /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    await waitFor('kube-apiserver to exit', async () => exited(), 60_000, 100);
-    // long enough for every hook's watch to fail and back off
-    await new Promise((resolve) => setTimeout(resolve, 5_000));
-    execFileSync('bash', [join(repo, 'test/cluster/up.sh')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const stoppedAt = await killAndRestartApiServer();
     t.diagnostic(`kube-apiserver down for ${((Date.now() - stoppedAt) / 1000).toFixed(1)} s, back up`);
-
-    await waitFor('the API server to answer', () => core.listNamespacedPod({ namespace: ns.name }), 60_000, 250);
-    // The kubelet's own watches back off for a while after the API server died
-    // (up to ~90 s here), and the operators may exit on the outage and be
-    // restarted: a "later" delete is one the kubelet can act on.
-    await core.createNamespacedPod({ namespace: ns.name, body: probePod('kubelet-probe') });
-    await waitFor(
-      'the kubelet to start a new pod again',
-      async () => (await core.readNamespacedPod({ name: 'kubelet-probe', namespace: ns.name })).status?.phase === 'Running',
-      240_000,
-      500,
-    );
+    // The operators may exit on the outage and be restarted: a "later" delete is one the kubelet can act on.
+    await waitForKubeletToAct(ns.name);
     const settled = await waitFor(
       'both operator pods Ready again, and a leader',
       async () => {

@@ -23,88 +23,25 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { V1Pod } from '@kubernetes/client-node';
-import {
-  applyOperatorRbac,
-  assertNoSplitBrain,
-  lflLock,
-  logOf,
-  OPERATOR_CONTAINER,
-  operatorManifest,
-  RELEASE_HOOK_CONTAINER,
-  type Recording,
-  record,
-  releaseEvents,
-} from '../support/failover.ts';
-import { core, createTestNamespace, rbac, type TestNamespace, waitFor } from '../support/kube.ts';
-import { grantReleaseHook, INJECTION_LABEL, installLeaderhook } from '../support/leaderhook.ts';
+import { assertNoSplitBrain, lflLock, logOf, releaseEvents } from '../support/failover.ts';
+import { createLeaderAndStandby, evictableOperatorPod, type LeaderAndStandby, waitForEviction } from '../support/faults.ts';
+import { core, waitFor } from '../support/kube.ts';
+import { installLeaderhook } from '../support/leaderhook.ts';
 
-/** Past the leader's limit by far, so that one eviction check sees it. */
-const FILL_MIB = 64;
-const LIMIT = '16Mi';
 /** How long the deadlock case waits to show that nothing frees the lock. */
 const deadlockWaitMs = 45_000;
 
-interface Case {
-  ns: TestNamespace;
-  recording: Recording;
-}
+type Case = LeaderAndStandby;
 
-/** The lfl-operator pod `name`; the leader also fills its disk past its ephemeral-storage limit. */
-function operatorPod(name: string, withLeaderhook: boolean, fillsDisk: boolean): V1Pod {
-  const { metadata, spec } = operatorManifest('lfl-operator', { withoutPodNameEnv: withLeaderhook }).spec.template;
-  const operator = spec!.containers.find((c) => c.name === OPERATOR_CONTAINER)!;
-  if (fillsDisk) {
-    operator.args = [...(operator.args ?? []), `--fill-disk-mib=${FILL_MIB}`, '--fill-disk-path=/scratch/fill'];
-    operator.resources = { ...operator.resources, limits: { ...operator.resources?.limits, 'ephemeral-storage': LIMIT } };
-    operator.volumeMounts = [...(operator.volumeMounts ?? []), { name: 'scratch', mountPath: '/scratch' }];
-    spec!.volumes = [...(spec!.volumes ?? []), { name: 'scratch', emptyDir: {} }];
-  }
-  return { metadata: { ...metadata, name }, spec: { ...spec!, restartPolicy: 'Never' } };
-}
+const setUp = (prefix: string, { withLeaderhook, podDelete }: { withLeaderhook: boolean; podDelete: boolean }): Promise<Case> =>
+  createLeaderAndStandby(prefix, {
+    withLeaderhook,
+    podDelete,
+    leader: evictableOperatorPod('leader', { withLeaderhook, fillsDisk: true }),
+    standby: evictableOperatorPod('standby', { withLeaderhook, fillsDisk: false }),
+  });
 
-/** Removes `pods` from the scaffold's catch-all rule: operator-lib can no longer delete an evicted leader. */
-async function withoutPodDelete(namespace: string): Promise<void> {
-  const role = await rbac.readNamespacedRole({ name: 'manager-role', namespace });
-  for (const rule of role.rules ?? []) {
-    if (rule.verbs.includes('*')) rule.resources = (rule.resources ?? []).filter((r) => r !== 'pods');
-  }
-  await rbac.replaceNamespacedRole({ name: 'manager-role', namespace, body: role });
-}
-
-async function setUp(prefix: string, { withLeaderhook, podDelete }: { withLeaderhook: boolean; podDelete: boolean }): Promise<Case> {
-  const ns = await createTestNamespace(prefix, withLeaderhook ? INJECTION_LABEL : {});
-  const recording = await record(ns.name, withLeaderhook ? [OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER] : [OPERATOR_CONTAINER]);
-  await applyOperatorRbac(ns.name);
-  if (!podDelete) await withoutPodDelete(ns.name);
-  if (withLeaderhook) await grantReleaseHook(ns.name, 'test-operator');
-  await core.createNamespacedPod({ namespace: ns.name, body: operatorPod('leader', withLeaderhook, true) });
-  await waitFor('pod leader to lead', async () => logOf(recording, 'leader', 'became leader'), 120_000);
-  await core.createNamespacedPod({ namespace: ns.name, body: operatorPod('standby', withLeaderhook, false) });
-  await waitFor('pod standby to try for the lock', async () => logOf(recording, 'standby', 'trying'), 120_000);
-  return { ns, recording };
-}
-
-/**
- * Waits until the kubelet has evicted pod leader: its eviction manager's
- * Event, and the pod terminal with its object still there. The phase is
- * Failed with reason Evicted, or — when the operator exits 0 on the
- * kubelet's SIGTERM before the eviction's own status lands — Succeeded
- * without a reason: both are seen here.
- */
-async function waitForEviction(c: Case): Promise<{ at: number; pod: V1Pod }> {
-  return waitFor(
-    'the kubelet to evict the leader for its ephemeral storage',
-    async () => {
-      const evicted = c.recording.events.find((e) => e.object.reason === 'Evicted' && e.object.involvedObject?.name === 'leader');
-      const pod = c.recording.podNow.get('leader');
-      const terminal = pod?.status?.phase === 'Failed' || pod?.status?.phase === 'Succeeded';
-      return evicted && terminal && { at: evicted.at, pod };
-    },
-    240_000,
-    1000,
-  );
-}
+const waitForLeaderEviction = (c: Case) => waitForEviction(c.recording, 'leader');
 
 function lockHolder(c: Case): string | undefined {
   const last = lflLock.events(c.recording).at(-1);
@@ -135,9 +72,8 @@ describe('a real kubelet eviction of the leader (ephemeral-storage limit)', () =
 
     await Promise.all(
       [scaffold, noDelete, hooked].map(async (c) => {
-        const { at, pod } = await waitForEviction(c);
-        const event = c.recording.events.find((e) => e.object.reason === 'Evicted' && e.object.involvedObject?.name === 'leader');
-        t.diagnostic(`${c.ns.name}: evicted (${event?.object.message}); pod ${pod.status?.phase}${pod.status?.reason ? `/${pod.status.reason}` : ''}`);
+        const { at, pod, message } = await waitForLeaderEviction(c);
+        t.diagnostic(`${c.ns.name}: evicted (${message}); pod ${pod.status?.phase}${pod.status?.reason ? `/${pod.status.reason}` : ''}`);
         return at;
       }),
     );

@@ -13,54 +13,22 @@
  *    still running — two processes write heartbeats as leader. The README
  *    says so; leaderhook never does this and cannot stop operator-lib from it.
  *
- * The kubelet is stopped by SIGTERM to its PID (as `systemctl stop` does)
- * and started again by test/cluster/up.sh, which restarts only what is not
- * running. Node lifecycle: NotReady (Unknown) after the controller manager's
+ * The kubelet is stopped and started again by test/support/faults.ts. Node
+ * lifecycle: NotReady (Unknown) after the controller manager's
  * node-monitor-grace-period (50 s); the unreachable taint's default
  * toleration (300 s) outlasts each test, so nothing is evicted.
  *
  *   test/cluster/in-netns.sh node_modules/.bin/node --test test/e2e/node-not-ready.test.ts
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { assertNoSplitBrain, heartbeats, lflLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER, splitBrainViolations } from '../support/failover.ts';
 import { createOperatorsNamespace, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
-import { broughtOwnCluster, clusterStateDir, core, rbac, waitFor } from '../support/kube.ts';
+import { clusterProcessFaultsUnavailable, whileNodeNotReady } from '../support/faults.ts';
+import { core, rbac, waitFor } from '../support/kube.ts';
 import { deleteNamespaceAndWait, installLeaderhook } from '../support/leaderhook.ts';
 
-const repo = join(import.meta.dirname, '..', '..');
-const kubeletPidFile = join(clusterStateDir, 'pids', 'kubelet.pid');
 const suffix = Math.random().toString(16).slice(2, 8);
-
-function stopKubelet(): void {
-  const pid = Number(readFileSync(kubeletPidFile, 'utf8').trim());
-  assert.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8'), /kubelet/, `${kubeletPidFile} names the running kubelet`);
-  process.kill(pid, 'SIGTERM');
-}
-
-function startKubelet(): void {
-  execFileSync('bash', [join(repo, 'test/cluster/up.sh')], { stdio: ['ignore', 'ignore', 'pipe'] });
-}
-
-async function nodeReady(): Promise<string | undefined> {
-  const nodes = await core.listNode();
-  return nodes.items[0]?.status?.conditions?.find((c) => c.type === 'Ready')?.status;
-}
-
-/** Runs `body` with the kubelet stopped from the moment the node is NotReady; the kubelet is started again whatever happens. */
-async function whileNodeNotReady<T>(body: (notReadyAt: number) => Promise<T>): Promise<T> {
-  stopKubelet();
-  try {
-    await waitFor('the node to turn NotReady (Unknown: the kubelet stopped posting status)', async () => (await nodeReady()) !== 'True', 120_000, 1000);
-    return await body(Date.now());
-  } finally {
-    startKubelet();
-    await waitFor('the node to be Ready again', async () => (await nodeReady()) === 'True', 120_000, 1000);
-  }
-}
 
 function restarts(ns: OperatorsNamespace): Record<string, number> {
   const counts: Record<string, number> = {};
@@ -73,7 +41,7 @@ function restarts(ns: OperatorsNamespace): Record<string, number> {
 }
 
 describe('the kubelet stopped until the node is NotReady', {
-  skip: broughtOwnCluster || !existsSync(kubeletPidFile) ? 'needs the local cluster' : false,
+  skip: clusterProcessFaultsUnavailable() ?? false,
 }, () => {
   let uninstall: () => Promise<void> = async () => {};
   const namespaces: OperatorsNamespace[] = [];

@@ -55,19 +55,33 @@ export interface OperatorsNamespace {
  */
 export async function createOperatorsNamespace(
   name: string,
-  { withLeaderhook, operators, labels = {} }: { withLeaderhook: boolean; operators: readonly OperatorName[]; labels?: Record<string, string> },
+  {
+    withLeaderhook,
+    operators,
+    labels = {},
+    injectionLabel = INJECTION_LABEL,
+    podNameFromWebhook = withLeaderhook,
+  }: {
+    withLeaderhook: boolean;
+    operators: readonly OperatorName[];
+    labels?: Record<string, string>;
+    /** The opt-in label (with leaderhook): `enabled` unless told. */
+    injectionLabel?: Record<string, string>;
+    /** Leave POD_NAME to the webhook (the manifests' own removed); by default with leaderhook. */
+    podNameFromWebhook?: boolean;
+  },
 ): Promise<OperatorsNamespace> {
   await deleteNamespaceAndWait(name);
   await core.createNamespace({
     body: {
-      metadata: { name, labels: { ...labels, 'pod-security.kubernetes.io/enforce': 'restricted', ...(withLeaderhook ? INJECTION_LABEL : {}) } },
+      metadata: { name, labels: { ...labels, 'pod-security.kubernetes.io/enforce': 'restricted', ...(withLeaderhook ? injectionLabel : {}) } },
     },
   });
   await waitFor(`ServiceAccount default in ${name}`, () => core.readNamespacedServiceAccount({ name: 'default', namespace: name }), 30_000);
   const recording = await record(name, withLeaderhook ? [OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER] : [OPERATOR_CONTAINER]);
   await applyOperatorRbac(name);
   if (withLeaderhook) await grantReleaseHook(name, 'test-operator');
-  for (const operator of operators) await createOperator(name, operator, { shape: 'deployment', withoutPodNameEnv: withLeaderhook });
+  for (const operator of operators) await createOperator(name, operator, { shape: 'deployment', withoutPodNameEnv: podNameFromWebhook });
   return { name, withLeaderhook, recording };
 }
 
@@ -146,15 +160,7 @@ export async function followFailover(
   }
   const gone = podGoneAt(recording, leader);
   const freed = lockFreedAt(recording, operator, leader, deleteIssued, takenAt);
-  const r1 = releaseEvents(recording, leader, 'R1')[0];
-  const freedBy =
-    freed === undefined
-      ? 'not freed'
-      : r1
-        ? 'release hook, rule R1 (SIGTERM after the operator stopped)'
-        : operator === 'lfl-operator'
-          ? 'garbage collector (after the pod object was gone)'
-          : `Lease ran out (last renewal + ${lastRenewal(recording, leader).durationSeconds ?? '?'} s)`;
+  const freedBy = freed === undefined ? 'not freed' : (releasedByHook(recording, leader) ?? notReleasedByHook(recording, operator, leader));
   // The operator's own last line is when it exited; the kubelet's status update comes later.
   const exited = logOf(recording, leader, 'stopped')?.at ?? operatorExited(recording, leader)?.at;
   const sigterm = hookSignalTime(recording, leader);
@@ -179,6 +185,26 @@ export async function followFailover(
       ...mark(`new leader ${newLeader} logged "became leader"`, became),
     ],
   };
+}
+
+/** What each rule of the release hook stands for (../shared/DESIGN.md). */
+const RULES: Record<string, string> = {
+  R0: 'release hook, rule R0 (its own stale lock at start)',
+  R1: 'release hook, rule R1 (SIGTERM after the operator stopped)',
+  R2: 'release hook, rule R2 (the holder can never run again)',
+  R3: 'release hook, rule R3 (the holder pod is gone)',
+};
+
+/** The rule of the first release of `leader`'s lock by a hook (its own or another pod's), if any. */
+export function releasedByHook(recording: Recording, leader: string): string | undefined {
+  const rule = releaseEvents(recording, leader)[0]?.object.message?.match(/\((R\d):/)?.[1];
+  return rule === undefined ? undefined : (RULES[rule] ?? `release hook, rule ${rule}`);
+}
+
+function notReleasedByHook(recording: Recording, operator: OperatorName, leader: string): string {
+  return operator === 'lfl-operator'
+    ? 'garbage collector (after the pod object was gone)'
+    : `Lease ran out (last renewal + ${lastRenewal(recording, leader).durationSeconds ?? '?'} s)`;
 }
 
 function podGoneAt(recording: Recording, pod: string): number | undefined {
