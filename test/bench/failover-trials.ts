@@ -57,15 +57,18 @@ export const SCENARIOS: Record<string, string> = {
  */
 export const RELEASED_BY_R1: readonly string[] = ['lfl-rollout', 'lease-rollout', 'lfl-stuck-terminating'];
 
-export function parseRecords(text: string): FailoverRecord[] {
+/** The lines of a benchmark's record, each a JSON object; `what` names the record in an error. */
+export function parseJsonLines<T>(text: string, what: string): T[] {
   return text
     .split('\n')
     .filter((line) => line.trim() !== '')
     .map((line, i) => {
       try {
-        return JSON.parse(line) as FailoverRecord;
+        return JSON.parse(line) as T;
       } catch (error) {
-        throw new Error(`line ${i + 1} of the failover record is not JSON: ${(error as Error).message}`, { cause: error });
+        throw new Error(`line ${i + 1} of the ${what} is not JSON: ${(error as Error).message}`, { cause: error });
       }
     });
 }
+
+export const parseRecords = (text: string): FailoverRecord[] => parseJsonLines<FailoverRecord>(text, 'failover record');

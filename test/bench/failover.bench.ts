@@ -24,16 +24,15 @@
  * Runs inside the cluster's network namespace (the npm script enters it; the
  * Kubernetes client refuses to run outside).
  */
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
-import { parseArgs } from 'node:util';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { type Recording, splitBrainViolations } from '../support/failover.ts';
 import { createOperatorsNamespace, followFailover, lockOf, type OperatorName, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
 import { core } from '../support/kube.ts';
-import { deleteNamespaceAndWait, holdTerminating, installLeaderhook, kubectl, releaseTerminating } from '../support/leaderhook.ts';
+import { deleteNamespaceAndWait, holdTerminating, installLeaderhook, releaseTerminating } from '../support/leaderhook.ts';
 import type { LockUnderTest } from '../support/split-brain.ts';
 import { writeReport } from './failover-report.ts';
-import { parseRecords, type RunRecord, type TrialRecord } from './failover-trials.ts';
+import { parseRecords, type TrialRecord } from './failover-trials.ts';
+import { parseTrialArgs, runRecord, say, trialOptionsUsage } from './trial-args.ts';
 
 interface Scenario {
   name: string;
@@ -50,50 +49,21 @@ const SCENARIO_LIST: Scenario[] = [
 
 const usage = `usage: npm run bench:failover -- [--trials 1] [--scenario NAME ...] [--timeout 45] [--out FILE] [--docs DIR]
 
-  --trials N     trials per scenario and mode (with and without leaderhook)
-  --trials-of S=N  N trials for scenario S instead (repeatable; the slow stuck baseline takes the timeout per trial)
-  --scenario S   one of ${SCENARIO_LIST.map((s) => s.name).join(', ')} (repeatable; default all)
-  --timeout S    seconds a trial waits for a new leader before it counts as "never within S s"
-  --out FILE     the trial record, one JSON line per trial (default: a new file in /tmp)
-  --docs DIR     where failover.md and failover.svg are rendered at the end (default: none)
+${trialOptionsUsage(
+  SCENARIO_LIST.map((s) => s.name),
+  45,
+)}
+  (--trials-of: the slow stuck baseline takes the timeout per trial; --docs: failover.md and failover.svg)
 `;
 
-const { values } = parseArgs({
-  options: {
-    trials: { type: 'string', default: '1' },
-    'trials-of': { type: 'string', multiple: true },
-    scenario: { type: 'string', multiple: true },
-    timeout: { type: 'string', default: '45' },
-    out: { type: 'string' },
-    docs: { type: 'string' },
-    help: { type: 'boolean', default: false },
-  },
+const args = parseTrialArgs(process.argv.slice(2), {
+  scenarios: SCENARIO_LIST.map((s) => s.name),
+  usage,
+  defaultTimeoutSeconds: 45,
+  outPrefix: 'leaderhook-failover',
 });
-if (values.help) {
-  process.stdout.write(usage);
-  process.exit(0);
-}
-const trials = Number(values.trials);
-const timeoutMs = Number(values.timeout) * 1000;
-if (!Number.isInteger(trials) || trials < 1) throw new Error(`--trials must be a positive whole number, got ${values.trials}`);
-const trialsOf = new Map<string, number>();
-for (const item of values['trials-of'] ?? []) {
-  const [name, count] = item.split('=');
-  if (!SCENARIO_LIST.some((s) => s.name === name) || !Number.isInteger(Number(count)) || Number(count) < 1) {
-    throw new Error(`--trials-of ${item}: expected SCENARIO=N with a scenario of ${SCENARIO_LIST.map((s) => s.name).join(', ')} and N ≥ 1`);
-  }
-  trialsOf.set(name!, Number(count));
-}
-if (!(timeoutMs >= 5000)) throw new Error(`--timeout must be at least 5 seconds, got ${values.timeout}`);
-const scenarios = (values.scenario ?? SCENARIO_LIST.map((s) => s.name)).map((name) => {
-  const found = SCENARIO_LIST.find((s) => s.name === name);
-  if (!found) throw new Error(`--scenario ${name}: not one of ${SCENARIO_LIST.map((s) => s.name).join(', ')}`);
-  return found;
-});
-const out = values.out ?? `/tmp/leaderhook-failover-${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`;
-if (existsSync(out)) throw new Error(`--out ${out} exists: the record of another run is never appended to`);
-
-const say = (line: string) => process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
+const { timeoutMs, out } = args;
+const scenarios = args.scenarios.map((name) => SCENARIO_LIST.find((s) => s.name === name)!);
 
 /**
  * Split-brain episodes (test/support/split-brain.ts: a heartbeat by a process
@@ -116,7 +86,7 @@ function newestRv(recording: Recording): bigint {
 async function runLoop(scenario: Scenario, ns: OperatorsNamespace): Promise<void> {
   const mode = ns.withLeaderhook ? 'with leaderhook' : 'without';
   let steadySince = 0;
-  const count = trialsOf.get(scenario.name) ?? trials;
+  const count = args.trialsOf(scenario.name);
   for (let trial = 1; trial <= count; trial++) {
     const leader = await waitForLeader(ns.recording, scenario.operator, ns.name, steadySince, 180_000);
     if (scenario.stuckTerminating) holdTerminating(ns.name, leader);
@@ -145,19 +115,8 @@ async function runLoop(scenario: Scenario, ns: OperatorsNamespace): Promise<void
 }
 
 async function main(): Promise<void> {
-  const startedAt = new Date();
-  const run: RunRecord = {
-    kind: 'run',
-    command: `npm run bench:failover -- ${process.argv.slice(2).join(' ')}`.trim(),
-    startedAt: startedAt.toISOString(),
-    machine: `${cpus().length} cores; the local cluster of test/cluster (Kubernetes ${
-      kubectl(['version', '-o', 'json'])
-        .match(/"gitVersion":\s*"(v[^"]+)"/g)
-        ?.at(-1)
-        ?.replace(/.*"(v[^"]+)"/, '$1') ?? '?'
-    }, one node)`,
-    timeoutMs,
-  };
+  const run = runRecord('bench:failover', process.argv.slice(2), timeoutMs);
+  const startedAt = new Date(run.startedAt);
   writeFileSync(out, `${JSON.stringify(run)}\n`);
   say(`recording to ${out}`);
   say('installing leaderhook (deploy/)');
@@ -191,8 +150,8 @@ async function main(): Promise<void> {
   lines[0] = JSON.stringify({ ...run, finishedAt: new Date().toISOString() });
   writeFileSync(out, lines.join('\n'));
   say(`done in ${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s: ${out}`);
-  if (values.docs) {
-    const written = await writeReport(parseRecords(readFileSync(out, 'utf8')), values.docs);
+  if (args.docs) {
+    const written = await writeReport(parseRecords(readFileSync(out, 'utf8')), args.docs);
     say(`rendered ${written.join(', ')}`);
   }
 }

@@ -1,0 +1,101 @@
+/**
+ * The command line and the run line shared by the trial benchmarks on the
+ * local cluster (`npm run bench:failover`, `npm run bench:faults`): how many
+ * trials of which scenarios, how long a trial waits, where the record goes.
+ */
+import { existsSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { parseArgs } from 'node:util';
+import { kubectl } from '../support/leaderhook.ts';
+import type { RunRecord } from './failover-trials.ts';
+
+export interface TrialArgs {
+  /** The scenarios to run, in the order given (default: all, in their own order). */
+  scenarios: string[];
+  /** Trials per scenario and mode. */
+  trialsOf: (scenario: string) => number;
+  timeoutMs: number;
+  /** The record, one JSON line per trial; never one that exists. */
+  out: string;
+  docs?: string;
+}
+
+/** Usage lines for the options parseTrialArgs reads. */
+export function trialOptionsUsage(scenarios: readonly string[], defaultTimeoutSeconds: number): string {
+  return `  --trials N       trials per scenario and mode (with and without leaderhook)
+  --trials-of S=N  N trials for scenario S instead (repeatable)
+  --scenario S     one of ${scenarios.join(', ')} (repeatable; default all)
+  --timeout S      seconds a trial waits for a new leader before it counts as "never within S s" (default ${defaultTimeoutSeconds})
+  --out FILE       the trial record, one JSON line per trial (default: a new file in /tmp)
+  --docs DIR       where the report is rendered at the end (default: none)
+`;
+}
+
+/**
+ * Reads the options; prints `usage` and exits on --help; throws with the
+ * option and what it expects on anything else wrong, before any trial ran.
+ */
+export function parseTrialArgs(
+  argv: readonly string[],
+  {
+    scenarios: known,
+    usage,
+    defaultTimeoutSeconds,
+    outPrefix,
+  }: { scenarios: readonly string[]; usage: string; defaultTimeoutSeconds: number; outPrefix: string },
+): TrialArgs {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      trials: { type: 'string', default: '1' },
+      'trials-of': { type: 'string', multiple: true },
+      scenario: { type: 'string', multiple: true },
+      timeout: { type: 'string', default: String(defaultTimeoutSeconds) },
+      out: { type: 'string' },
+      docs: { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(usage);
+    process.exit(0);
+  }
+  const trials = Number(values.trials);
+  if (!Number.isInteger(trials) || trials < 1) throw new Error(`--trials must be a positive whole number, got ${values.trials}`);
+  const counts = new Map<string, number>();
+  for (const item of values['trials-of'] ?? []) {
+    const [name, count] = item.split('=');
+    if (!known.includes(name!) || !Number.isInteger(Number(count)) || Number(count) < 1) {
+      throw new Error(`--trials-of ${item}: expected SCENARIO=N with a scenario of ${known.join(', ')} and N ≥ 1`);
+    }
+    counts.set(name!, Number(count));
+  }
+  const timeoutMs = Number(values.timeout) * 1000;
+  if (!(timeoutMs >= 5000)) throw new Error(`--timeout must be at least 5 seconds, got ${values.timeout}`);
+  const scenarios = values.scenario ?? [...known];
+  for (const name of scenarios) if (!known.includes(name)) throw new Error(`--scenario ${name}: not one of ${known.join(', ')}`);
+  const out = values.out ?? `/tmp/${outPrefix}-${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`;
+  if (existsSync(out)) throw new Error(`--out ${out} exists: the record of another run is never appended to`);
+  return { scenarios, trialsOf: (scenario) => counts.get(scenario) ?? trials, timeoutMs, out, docs: values.docs };
+}
+
+/** The run line of a record: the command as typed, when, and on what. */
+export function runRecord(script: string, argv: readonly string[], timeoutMs: number): RunRecord {
+  const version =
+    kubectl(['version', '-o', 'json'])
+      .match(/"gitVersion":\s*"(v[^"]+)"/g)
+      ?.at(-1)
+      ?.replace(/.*"(v[^"]+)"/, '$1') ?? '?';
+  return {
+    kind: 'run',
+    command: `npm run ${script} -- ${argv.join(' ')}`.trim(),
+    startedAt: new Date().toISOString(),
+    machine: `${cpus().length} cores; the local cluster of test/cluster (Kubernetes ${version}, one node)`,
+    timeoutMs,
+  };
+}
+
+/** A progress line with the time of day. */
+export const say = (line: string): void => {
+  process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
+};
