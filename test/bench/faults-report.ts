@@ -1,0 +1,136 @@
+/**
+ * docs/faults.md, rendered from the fault benchmark's record (fault-trials.ts).
+ * Pure: no clock, a stable order, so the same record always gives the same
+ * bytes. Per scenario and mode: how the trials ended against what the fault
+ * should lead to, how soon another pod led, what freed the lock, the hooks'
+ * releases, hook restarts and split brain.
+ */
+import { writeFile } from 'node:fs/promises';
+import { FAULT_SCENARIOS, type FaultOutcome, type FaultRecord, type FaultTrialRecord } from './fault-trials.ts';
+import type { RunRecord } from './failover-trials.ts';
+import { seconds, timeoutSeconds } from './failover-summary.ts';
+import { percentile } from './stats.ts';
+
+const MODES = [
+  { withLeaderhook: true, label: 'with leaderhook' },
+  { withLeaderhook: false, label: 'without' },
+] as const;
+
+const OUTCOMES: readonly FaultOutcome[] = ['new leader', 'lock kept', 'no leader'];
+
+const row = (cells: readonly (string | number)[]) => `| ${cells.join(' | ')} |`;
+const utc = (iso: string) => `${new Date(iso).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+
+/** Scenarios in FAULT_SCENARIOS' order, then any the record names that it does not, by name. */
+function scenariosOf(trials: readonly FaultTrialRecord[]): string[] {
+  const known = Object.keys(FAULT_SCENARIOS);
+  const named = new Set(trials.map((trial) => trial.scenario));
+  return [...known.filter((scenario) => named.has(scenario)), ...[...named].filter((scenario) => !known.includes(scenario)).sort()];
+}
+
+function splitRun(records: readonly FaultRecord[]): { run: RunRecord; trials: FaultTrialRecord[] } {
+  const runs = records.filter((record): record is RunRecord => record.kind === 'run');
+  if (runs.length !== 1) throw new Error(`a fault record holds exactly one "run" line; this one has ${runs.length}`);
+  const trials = records.filter((record): record is FaultTrialRecord => record.kind === 'fault-trial');
+  return { run: runs[0]!, trials: [...trials].sort((a, b) => a.trial - b.trial) };
+}
+
+/** "3 of 3 new leader" style counts, in OUTCOMES' order. */
+function outcomeCounts(trials: readonly FaultTrialRecord[]): string {
+  return OUTCOMES.map((outcome) => [outcome, trials.filter((trial) => trial.outcome === outcome).length] as const)
+    .filter(([, count]) => count > 0)
+    .map(([outcome, count]) => `${outcome} ${count}`)
+    .join(', ');
+}
+
+/** Nearest-rank p50 and max of the new leader's time, a trial without one counting as later than any ("never"). */
+function newLeaderCells(trials: readonly FaultTrialRecord[]): [string, string] {
+  const values = trials.map((trial) => trial.newLeaderMs ?? Number.POSITIVE_INFINITY);
+  return [seconds(percentile(values, 50)), seconds(percentile(values, 100))];
+}
+
+function tally(values: readonly string[]): string {
+  const counts = new Map<string, number>();
+  for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
+  return [...counts]
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .map(([value, count]) => `${value} ×${count}`)
+    .join('; ');
+}
+
+function scenarioSection(scenario: string, trials: readonly FaultTrialRecord[]): string[] {
+  const text = FAULT_SCENARIOS[scenario];
+  const lines = [`## ${scenario}`, ''];
+  if (text) lines.push(`${text.description.charAt(0).toUpperCase()}${text.description.slice(1)}. Times from ${text.zero}; expected: ${text.expected}.`, '');
+  lines.push(
+    row(['mode', 'trials', 'as expected', 'outcome', 'new leader p50', 'max', 'lock freed by', "hooks' releases", 'hook restarts', 'split brain']),
+    row(['---', '---:', '---:', '---', '---:', '---:', '---', '---', '---:', '---:']),
+  );
+  for (const mode of MODES) {
+    const inMode = trials.filter((trial) => trial.withLeaderhook === mode.withLeaderhook);
+    if (inMode.length === 0) continue;
+    const asExpected = inMode.filter((trial) => (trial.expected === 'failover' ? trial.outcome === 'new leader' : trial.outcome === 'lock kept')).length;
+    lines.push(
+      row([
+        mode.label,
+        inMode.length,
+        `${asExpected} of ${inMode.length}`,
+        outcomeCounts(inMode),
+        ...newLeaderCells(inMode),
+        tally(inMode.map((trial) => trial.freedBy)),
+        tally(inMode.flatMap((trial) => trial.releases)) || 'none',
+        inMode.reduce((sum, trial) => sum + trial.hookRestarts, 0),
+        inMode.reduce((sum, trial) => sum + trial.splitBrain, 0),
+      ]),
+    );
+  }
+  const unobserved = MODES.map(
+    (mode) => [mode.label, trials.filter((t) => t.withLeaderhook === mode.withLeaderhook).reduce((sum, t) => sum + (t.unobserved ?? 0), 0)] as const,
+  );
+  if (unobserved.some(([, count]) => count > 0)) {
+    lines.push(
+      '',
+      `Unobserved stretches of the lock's history (a watch had to relist; the split-brain check cannot vouch for them, nor did it see two leaders there): ${unobserved.map(([label, count]) => `${count} ${label}`).join(', ')}.`,
+    );
+  }
+  const details = tally(trials.filter((trial) => trial.detail).map((trial) => `${trial.withLeaderhook ? 'with' : 'without'}: ${trial.detail}`));
+  if (details) lines.push('', `Seen: ${details}.`);
+  lines.push('');
+  return lines;
+}
+
+/** The whole of docs/faults.md for one run's record. */
+export function renderFaultsMarkdown(records: readonly FaultRecord[]): string {
+  const { run, trials } = splitRun(records);
+  const span = run.finishedAt
+    ? `${utc(run.startedAt)} to ${utc(run.finishedAt)} (${Math.round((Date.parse(run.finishedAt) - Date.parse(run.startedAt)) / 60_000)} min)`
+    : `started ${utc(run.startedAt)}; the record has no end (the run did not finish)`;
+  const lines = [
+    '<!-- Generated by test/bench/faults.bench.ts from its record; do not edit, run the benchmark again. -->',
+    '',
+    '# Faults, with leaderhook and without',
+    '',
+    '```sh',
+    run.command,
+    '```',
+    '',
+    `Run ${span}: ${trials.length} trials. Machine: ${run.machine}.`,
+    '',
+    'Each trial puts a fresh pair of namespaces, one opted in to leaderhook and one not, through the same fault at the same moment,',
+    `and follows who holds the lock for up to ${timeoutSeconds(run)}: a new leader, the lock kept by the old leader (running or not), or no leader.`,
+    '"As expected": a new leader where the fault stopped the leader for good, the lock kept where it did not.',
+    'Nearest-rank percentiles; a trial with no new leader in time counts as "never".',
+    '',
+    ...scenariosOf(trials).flatMap((scenario) =>
+      scenarioSection(
+        scenario,
+        trials.filter((trial) => trial.scenario === scenario),
+      ),
+    ),
+  ];
+  return lines.join('\n');
+}
+
+export async function writeFaultsReport(records: readonly FaultRecord[], file: string): Promise<void> {
+  await writeFile(file, renderFaultsMarkdown(records));
+}
