@@ -345,11 +345,13 @@ function webhookDown(mode: 'enabled' | 'required'): TrialRun {
         const before = new Map(sides.map((side) => [side, new Set([...side.recording.podNow.keys()])]));
         return await deleteLeadersAndFollow(scenario, trial, sides, async (side) => {
           if (!side.withLeaderhook) return undefined;
-          // The pods the ReplicaSet made for the deleted leader while the webhook was down, and any it was refused.
-          const made = (await core.listNamespacedPod({ namespace: side.namespace })).items.filter((p) => !before.get(side)!.has(p.metadata!.name!));
-          const uninjected = made.filter((p) => !p.metadata?.annotations?.['leaderhook.io/injected']).length;
-          const refused = side.recording.events.filter((e) => e.type === 'ADDED' && e.object.reason === 'FailedCreate').length;
-          return `replacement pods while the webhook was down: ${made.length - uninjected} injected, ${uninjected} uninjected; ${refused} FailedCreate`;
+          // The pod the ReplicaSet made for the deleted leader while the webhook was down, or its refusal.
+          // The API server's create can take the webhook's whole timeout (5 s) to fail open: wait for it.
+          const made = () => [...side.recording.podNow.entries()].filter(([name, pod]) => pod && !before.get(side)!.has(name)).map(([, pod]) => pod!);
+          const refused = () => side.recording.events.filter((e) => e.type === 'ADDED' && e.object.reason === 'FailedCreate').length;
+          await waitFor('a replacement pod or its refusal', async () => made().length > 0 || refused() > 0, 15_000, 250).catch(() => undefined);
+          const uninjected = made().filter((p) => !p.metadata?.annotations?.['leaderhook.io/injected']).length;
+          return `replacement pods while the webhook was down: ${made().length - uninjected} injected, ${uninjected} uninjected; ${refused()} FailedCreate`;
         });
       } finally {
         await scaleWebhook(2);
