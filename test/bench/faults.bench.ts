@@ -82,12 +82,17 @@ function releaseRules(recording: Recording): string[] {
   return [...messages].map((message) => message.match(/\((R\d):/)?.[1] ?? 'unknown rule');
 }
 
+/** Restarts of the hook containers over the whole recording: per pod the highest count seen, so a pod deleted since still counts. */
 function hookRestarts(recording: Recording): number {
-  let restarts = 0;
-  for (const pod of recording.podNow.values()) {
-    for (const status of pod?.status?.initContainerStatuses ?? []) if (status.name === RELEASE_HOOK_CONTAINER) restarts += status.restartCount;
+  const highest = new Map<string, number>();
+  for (const { object: pod } of recording.pods) {
+    for (const status of pod.status?.initContainerStatuses ?? []) {
+      if (status.name !== RELEASE_HOOK_CONTAINER) continue;
+      const uid = pod.metadata?.uid ?? '';
+      highest.set(uid, Math.max(highest.get(uid) ?? 0, status.restartCount));
+    }
   }
-  return restarts;
+  return [...highest.values()].reduce((sum, n) => sum + n, 0);
 }
 
 /** The first time after `zero` that the lock named another pod than the trial's leader. */
@@ -319,15 +324,12 @@ const apiServerRestart: TrialRun = async (scenario, trial) => {
     const recoveredAt = Date.now();
     // The leaders after the outage (an operator may have exited on it and been restarted).
     for (const side of sides) side.leader = await waitForLeader(side.recording, side.operator, side.namespace, recoveredAt);
-    const restartsBefore = new Map(sides.map((side) => [side, hookRestarts(side.recording)]));
-    const records = await deleteLeadersAndFollow(
+    return await deleteLeadersAndFollow(
       scenario,
       trial,
       sides,
       async () => `kubelet acting again ${((recoveredAt - killedAt) / 1000).toFixed(0)} s after the kill`,
     );
-    // Restarts through the outage count, not only those after the delete.
-    return records.map((r, i) => ({ ...r, hookRestarts: Math.max(r.hookRestarts, restartsBefore.get(sides[i]!) ?? 0) }));
   } finally {
     await dispose(sides);
   }
