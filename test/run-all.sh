@@ -6,7 +6,8 @@
 #   3. the local Kubernetes cluster (built from the official Go modules) comes up,
 #      the test images are built and imported, and the integration and
 #      end-to-end tests run inside the cluster's network namespace
-#   4. the cluster goes down again (also on failure)
+#   4. `npm run demo` runs as a user runs it, on the warm cluster
+#   5. the cluster goes down again (also on failure)
 # LEADERHOOK_SKIP_CLUSTER=1 stops after step 2. LEADERHOOK_KEEP_CLUSTER=1 leaves
 # the cluster running. With LEADERHOOK_KUBECONFIG set, step 3 uses that cluster
 # instead of building one (see docs/cluster.md).
@@ -63,7 +64,7 @@ step_done
 step "Go tests of the test tooling (images, operators, cert-manager)"
 (cd test/images && go test ./...) || status=1
 (cd test/operators && go test ./...) || status=1
-# The flags of certManagerBinary()'s build, so that both share the compiled
+# The flags of test/cert-manager/build.sh, so that both share the compiled
 # packages: the first run compiles client-go, controller-runtime and
 # cert-manager (minutes), later runs take seconds.
 (cd test/cert-manager && CGO_ENABLED=0 go test -trimpath ./...) || status=1
@@ -85,15 +86,19 @@ if [[ "${LEADERHOOK_SKIP_CLUSTER:-}" != 1 ]]; then
 	if [[ -n "${LEADERHOOK_KUBECONFIG:-}" || $cluster_started == 1 ]]; then
 		step "test images"
 		bash test/images/build-test-images.sh && bash test/operators/build.sh && bash scripts/build-local-image.sh || status=1
-		# Inside the cluster's network namespace nothing can be downloaded:
-		# cert-manager's CRDs and its binary come from the Go module proxy here.
-		"$node" -e "import('./test/support/cert-manager.ts').then((m) => { m.certManagerCrdDir(); m.certManagerBinary(); })" || status=1
 		bash test/tools/go-tool.sh helm >/dev/null || status=1 # for test/e2e/helm.test.ts
 		step_done
 		step "integration and end-to-end tests (real cluster)"
 		in_cluster=()
 		[[ -z "${LEADERHOOK_KUBECONFIG:-}" ]] && in_cluster=(bash test/cluster/in-netns.sh)
 		run_tests cluster "${in_cluster[@]}" -- 'test/integration/**/*.test.ts' 'test/e2e/**/*.test.ts'
+		step_done
+	fi
+	# The demo brings up the local cluster itself: with a cluster of one's own
+	# there is nothing to run it on.
+	if [[ $cluster_started == 1 ]]; then
+		step "npm run demo, as a user runs it (warm)"
+		run_tests demo -- test/demo/npm-run-demo.test.ts
 		step_done
 	fi
 	if [[ $cluster_started == 1 && "${LEADERHOOK_KEEP_CLUSTER:-}" != 1 ]]; then

@@ -45,7 +45,7 @@ stop() {
 
 # The kubelet goes first so that nothing restarts the containers removed next.
 phase "stop node and controllers"
-stop kubelet kube-proxy kube-scheduler kube-controller-manager
+stop kubelet kube-proxy kube-scheduler kube-controller-manager cert-manager-controller cert-manager-cainjector
 
 phase "remove containers"
 ctr=(ctr --address "$CONTAINERD_ADDRESS" --namespace k8s.io)

@@ -2,7 +2,9 @@
 # Brings up a single-node Kubernetes cluster built from the official Go
 # modules, as local processes inside a network namespace joined to nothing:
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy
-# and a kubelet on containerd + runc. Idempotent: what already runs is kept.
+# and a kubelet on containerd + runc, and cert-manager's controller and
+# cainjector (test/cert-manager), which a user's cluster has before leaderhook
+# is installed. Idempotent: what already runs is kept.
 #
 #   test/cluster/up.sh            (npm run cluster:up)
 #
@@ -53,6 +55,9 @@ fi
 phase "kubecluster binary"
 "$here/build.sh" >/dev/null
 bindir="$CACHE/bin"
+phase "cert-manager binary and CRDs"
+cert_manager="$("$repo/test/cert-manager/build.sh")"
+cert_manager_crds="$("$repo/test/cert-manager/build.sh" --crds)"
 
 mkdir -p "$STATE"/{pids,logs,pki,etcd,cni/net.d,cni/ipam,containerd,kubelet,pod-logs,config}
 pki="$STATE/pki"
@@ -347,6 +352,24 @@ start kube-scheduler "$bindir/kube-scheduler" \
 	--bind-address=127.0.0.1 --leader-elect=false --profiling=false
 wait_for kube-controller-manager "kube-controller-manager /healthz" 60 in_netns curl -skf https://127.0.0.1:10257/healthz
 wait_for kube-scheduler "kube-scheduler /healthz" 60 in_netns curl -skf https://127.0.0.1:10259/healthz
+
+# --- cert-manager, as a cluster that leaderhook is installed on runs it. Part
+# of the cluster like the controllers, so that no test or demo owns it: one
+# recorded process each, stopped by down.sh, none orphaned. Without leader
+# election: up.sh guarantees the one instance, and a Lease held by a process
+# that died would only hold up the next one.
+phase "cert-manager"
+for crd in "$cert_manager_crds"/cert-manager.io_*.yaml; do
+	in_netns "${kubectl[@]}" apply --server-side --force-conflicts -f "$crd" >/dev/null
+done
+in_netns "${kubectl[@]}" wait --for=condition=Established --timeout=60s \
+	crd/certificates.cert-manager.io crd/certificaterequests.cert-manager.io crd/issuers.cert-manager.io >/dev/null
+start cert-manager-controller "$cert_manager" controller --kubeconfig="$STATE/admin.kubeconfig" \
+	--netns="$NETNS" --health-addr=127.0.0.1:9403 --leader-elect=false
+start cert-manager-cainjector "$cert_manager" cainjector --kubeconfig="$STATE/admin.kubeconfig" \
+	--netns="$NETNS" --health-addr=127.0.0.1:9404 --leader-elect=false
+wait_for cert-manager-controller "cert-manager's controller /readyz" 90 in_netns curl -sf http://127.0.0.1:9403/readyz
+wait_for cert-manager-cainjector "cert-manager's cainjector /readyz" 90 in_netns curl -sf http://127.0.0.1:9404/readyz
 
 # --- node
 phase "kubelet and kube-proxy"

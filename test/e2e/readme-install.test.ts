@@ -4,8 +4,8 @@
  * `<!-- README NAME block, run as written by test/e2e/readme-install.test.ts -->`),
  * so a README change that breaks an install fails here.
  *
- * Set up as a user's cluster would be: cert-manager running (its controller
- * and cainjector from the Go module, test/cert-manager), an operator in
+ * Set up as a user's cluster would be: cert-manager running (the local
+ * cluster's, test/cluster/up.sh), an operator in
  * namespace my-operator (test/operators' lfl-operator, its scaffold RBAC),
  * and the image under the names the README uses (`leaderhook:0.1.0` of
  * deploy/, `registry.example.com/leaderhook:0.1.0` of the Helm example):
@@ -21,10 +21,9 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type CertManager, installCertManagerCrds, startCertManager } from '../support/cert-manager-process.ts';
 import { applyOperatorRbac, operatorManifest } from '../support/failover.ts';
 import { admissionRegistration, apiStatus, apps, broughtOwnCluster, core, kubeconfigPath, rbac, waitFor } from '../support/kube.ts';
-import { deleteNamespaceAndWait, leaderhookImage } from '../support/leaderhook.ts';
+import { deleteNamespaceAndWait, leaderhookImage, requireCertManager } from '../support/leaderhook.ts';
 import { goTool, repo } from '../support/tools.ts';
 
 const OPERATOR_NAMESPACE = 'my-operator';
@@ -68,7 +67,6 @@ function tagImage(target: string): void {
 }
 
 describe("the README's install blocks, run as written", { skip: broughtOwnCluster ? 'tags images in the local cluster' : false }, () => {
-  let certManager: CertManager | undefined;
   before(async () => {
     binDir = mkdtempSync(join(tmpdir(), 'leaderhook-readme-bin-'));
     writeFileSync(join(binDir, 'leaderhook'), `#!/bin/sh\nexec "${process.execPath}" "${join(repo, 'src/cli.ts')}" "$@"\n`);
@@ -79,8 +77,7 @@ describe("the README's install blocks, run as written", { skip: broughtOwnCluste
     await admissionRegistration.deleteMutatingWebhookConfiguration({ name: 'leaderhook' }).catch(() => {});
     await deleteNamespaceAndWait('leaderhook-system');
     await deleteNamespaceAndWait(OPERATOR_NAMESPACE);
-    installCertManagerCrds();
-    certManager = await startCertManager();
+    requireCertManager();
 
     // A user's operator, running before leaderhook is installed.
     await core.createNamespace({ body: { metadata: { name: OPERATOR_NAMESPACE, labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } } } });
@@ -97,7 +94,6 @@ describe("the README's install blocks, run as written", { skip: broughtOwnCluste
     await admissionRegistration.deleteMutatingWebhookConfiguration({ name: 'leaderhook' }).catch(() => {});
     await deleteNamespaceAndWait(OPERATOR_NAMESPACE);
     await deleteNamespaceAndWait('leaderhook-system');
-    await certManager?.stop();
     if (binDir) rmSync(binDir, { recursive: true, force: true });
   });
 

@@ -11,9 +11,8 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type CertManager, installCertManagerCrds, startCertManager } from '../support/cert-manager-process.ts';
 import { admissionRegistration, apiStatus, core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
-import { kubectl } from '../support/leaderhook.ts';
+import { kubectl, requireCertManager } from '../support/leaderhook.ts';
 
 const certificates = path.join(import.meta.dirname, '../../deploy/certificates.yaml');
 const certificatesYaml = readFileSync(certificates, 'utf8');
@@ -26,12 +25,10 @@ function secretPem(data: Record<string, string> | undefined, key: string): strin
 
 describe('cert-manager from its Go module', () => {
   let ns: TestNamespace;
-  let certManager: CertManager | undefined;
   let probeName: string;
 
   before(async () => {
-    installCertManagerCrds();
-    certManager = await startCertManager();
+    requireCertManager();
     ns = await createTestNamespace('cert-manager');
     probeName = `cainjector-probe-${ns.name}`;
   });
@@ -40,7 +37,6 @@ describe('cert-manager from its Go module', () => {
       if (apiStatus(error) !== 404) throw error;
     });
     await ns?.cleanup();
-    await certManager?.stop();
   });
 
   test('issues the CA and the serving certificate of deploy/certificates.yaml', async () => {

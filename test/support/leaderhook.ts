@@ -1,8 +1,8 @@
 /**
  * Installs leaderhook into the test cluster from deploy/, the way a user
- * would: cert-manager's controller and cainjector (built from its Go module,
- * test/cert-manager) issue the serving certificate and fill the caBundle, and
- * every object of deploy/ is applied as shipped. The one test-only change is
+ * would: the cluster's cert-manager (test/cluster/up.sh runs its controller
+ * and cainjector, built from its Go module) issues the serving certificate
+ * and fills the caBundle, and every object of deploy/ is applied as shipped. The one test-only change is
  * the image: the one scripts/build-local-image.sh imported, never pulled.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -11,9 +11,20 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { V1Deployment, V1RoleBinding } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { installCertManagerCrds, startCertManager } from './cert-manager-process.ts';
 import { applyOperatorRbac, lflLock } from './failover.ts';
-import { admissionRegistration, apiStatus, apps, core, createTestNamespace, kubeconfigPath, rbac, type TestNamespace, waitFor } from './kube.ts';
+import {
+  admissionRegistration,
+  apiStatus,
+  apps,
+  broughtOwnCluster,
+  clusterStateDir,
+  core,
+  createTestNamespace,
+  kubeconfigPath,
+  rbac,
+  type TestNamespace,
+  waitFor,
+} from './kube.ts';
 
 const repo = path.join(import.meta.dirname, '../..');
 export const leaderhookImage = process.env.LEADERHOOK_TEST_IMAGE ?? 'leaderhook.test/leaderhook:dev';
@@ -122,9 +133,28 @@ export function renderWithImage(image: string, pullPolicy: string): string {
   }
 }
 
+/** Where the local cluster's cert-manager logs (test/cluster/up.sh), for the errors of what needed it. */
+export const certManagerLogs = broughtOwnCluster
+  ? "your cluster's cert-manager"
+  : `${clusterStateDir}/logs/cert-manager-controller.log and cert-manager-cainjector.log`;
+
 /**
- * Starts cert-manager, applies deploy/ and waits until the webhook injects
- * pods; returns an uninstall (which stops cert-manager again). The webhook
+ * Fails with a message that says what to do unless cert-manager's CRDs are
+ * served: a user installs cert-manager before leaderhook, and the local
+ * cluster's up.sh does.
+ */
+export function requireCertManager(): void {
+  try {
+    kubectl(['wait', '--for=condition=Established', '--timeout=10s', 'crd/certificates.cert-manager.io', 'crd/issuers.cert-manager.io']);
+  } catch (error) {
+    const remedy = broughtOwnCluster ? 'install cert-manager in the cluster of LEADERHOOK_KUBECONFIG' : 'run test/cluster/up.sh, which starts it';
+    throw new Error(`cert-manager is not installed (${(error as Error).message.trim()}): ${remedy}`, { cause: error });
+  }
+}
+
+/**
+ * Applies deploy/ and waits until the webhook injects pods; returns an
+ * uninstall. The webhook
  * logs at debug level for the tests' diagnostics unless `debugLog` is false
  * (benchmarks measure the image as shipped).
  */
@@ -132,8 +162,7 @@ export async function installLeaderhook({ debugLog = true }: { debugLog?: boolea
   // A namespace left Terminating by an earlier run would refuse new objects.
   await admissionRegistration.deleteMutatingWebhookConfiguration({ name: 'leaderhook' }).catch(() => {});
   await deleteNamespaceAndWait(NAMESPACE);
-  installCertManagerCrds();
-  const certManager = await startCertManager();
+  requireCertManager();
   try {
     const objects = parseAllDocuments(renderWithImage(leaderhookImage, 'Never')).map((doc) => doc.toJS() as Manifest);
     for (const object of objects) {
@@ -166,8 +195,7 @@ export async function installLeaderhook({ debugLog = true }: { debugLog?: boolea
     );
     await waitUntilInjecting();
   } catch (error) {
-    await certManager.stop();
-    throw new Error(`installing leaderhook (cert-manager logs: ${certManager.logDir}): ${(error as Error).message}`, { cause: error });
+    throw new Error(`installing leaderhook (cert-manager logs: ${certManagerLogs}): ${(error as Error).message}`, { cause: error });
   }
 
   return async () => {
@@ -175,7 +203,6 @@ export async function installLeaderhook({ debugLog = true }: { debugLog?: boolea
       if (apiStatus(error) !== 404) throw error;
     });
     await deleteNamespaceAndWait(NAMESPACE);
-    await certManager.stop();
   };
 }
 
