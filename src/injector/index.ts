@@ -42,7 +42,7 @@ const DEFAULT_GRACE_PERIOD_SECONDS = 30;
 type Pod = V1Pod & { spec: NonNullable<V1Pod['spec']> };
 
 /**
- * Decides what leaderhook adds to a pod (DESIGN §2) and returns it as a patch.
+ * Decides what leaderhook adds to a pod (docs/design.md#what-the-webhook-adds-to-a-pod) and returns it as a patch.
  *
  * Idempotent: run on its own output it returns an empty patch. Run again after
  * another webhook changed the pod (reinvocation), it completes only what that
@@ -216,7 +216,7 @@ function withDownwardEnv(container: V1Container, warnings: string[]): V1Containe
 /**
  * The hook is a native sidecar (an init container with restartPolicy Always)
  * placed last, so that at termination it is stopped first, right after the
- * main containers (DESIGN §3). It is owned by leaderhook: re-rendered from the
+ * main containers (docs/design.md#why-a-native-sidecar-acting-on-sigterm). It is owned by leaderhook: re-rendered from the
  * settings on every call, which makes a second call a no-op.
  */
 function addReleaseHook(pod: Pod, settings: InjectionSettings, warnings: string[]): void {

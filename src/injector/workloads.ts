@@ -1,5 +1,5 @@
 /**
- * Warnings on workload objects (DESIGN §8, "Warnings where people look").
+ * Warnings on workload objects (docs/design.md#warnings-on-workloads-never-patches).
  *
  * The pods of a Deployment are created by the ReplicaSet controller, and
  * controllers drop admission warnings: whoever applies a Deployment with

@@ -1,7 +1,7 @@
 import type { Logger } from '../line-log.ts';
 import type { KubeClient } from '../kube/client.ts';
 
-/** What the hook needs in its own namespace (DESIGN §4), and what it cannot do without each. */
+/** What the hook needs in its own namespace (docs/design.md#what-the-hook-needs), and what it cannot do without each. */
 export const requiredPermissions = [
   { group: '', resource: 'configmaps', verbs: ['get', 'list', 'watch', 'delete'] },
   { group: 'coordination.k8s.io', resource: 'leases', verbs: ['get', 'list', 'watch', 'update'] },

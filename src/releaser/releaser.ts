@@ -1,8 +1,8 @@
 /**
  * The release hook: a native sidecar that frees its pod's leader locks once
  * the operator has provably stopped (R1), and frees ConfigMap locks whose
- * holder can never run again (R0, R2, R3). DESIGN §3-4 is the contract; the
- * rules themselves live in rules.ts as pure functions. This file wires the
+ * holder can never run again (R0, R2, R3). docs/design.md#the-release-rules is
+ * the contract; the rules themselves live in rules.ts as pure functions. This file wires the
  * parts, each of which owns its state:
  *   own-locks.ts      the ConfigMap and Lease watches, and this pod's own locks (R1's candidates)
  *   foreign-locks.ts  the locks of other pods and their holders (R0, R2, R3)

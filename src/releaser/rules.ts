@@ -1,5 +1,5 @@
 /**
- * The release rules of DESIGN §4, as pure functions of what the API said.
+ * The release rules of docs/design.md#the-release-rules, as pure functions of what the API said.
  * Nothing here reads a clock, the network or the environment, so each rule
  * and each refusal is tested on its own.
  */
@@ -40,7 +40,7 @@ export function lockOwner(cm: ConfigMap | undefined): OwnerReference | undefined
   return ref;
 }
 
-/** Exactly one v1/Pod ownerReference and no data or binaryData (DESIGN §4, Mechanics). */
+/** Exactly one v1/Pod ownerReference and no data or binaryData (docs/design.md#what-counts-as-a-lock). */
 export function isConfigMapLock(cm: ConfigMap | undefined): boolean {
   return lockOwner(cm) !== undefined;
 }

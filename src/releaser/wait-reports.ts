@@ -1,6 +1,6 @@
 /**
  * The waiting side: a standby that cannot become leader says why, where an
- * administrator looks (DESIGN §4: an Event on the waiting pod and a log line
+ * administrator looks (docs/design.md#what-is-never-released: an Event on the waiting pod and a log line
  * that name the holder, its state, how long the wait lasts and the safe
  * remedies). Every interval it re-reads each holder live, which may release.
  */

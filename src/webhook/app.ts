@@ -4,7 +4,8 @@
  * everything leaderhook decides about a pod lives in src/injector.
  *
  * Pods get a patch; workloads (Deployments, Jobs, ...) get warnings about
- * their pods and never a patch (DESIGN §8), so GitOps tools see no drift.
+ * their pods and never a patch (docs/design.md#warnings-on-workloads-never-patches),
+ * so GitOps tools see no drift.
  *
  * Every answer to a well-formed review is `allowed: true`; only a body that
  * is not a review at all gets a 4xx, with a message naming the problem. A

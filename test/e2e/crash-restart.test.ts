@@ -2,7 +2,7 @@
  * A crash is not a stop: when the leader's operator container crashes and
  * the kubelet restarts it, the restarted operator reclaims its own lock
  * (operator-lib adopts a lock owned by its pod name), so the hook must free
- * nothing (DESIGN §4, "Never release because a container crashed"). With
+ * nothing (docs/design.md#what-is-never-released). With
  * leaderhook installed from deploy/, the leader's operator exits 1 after a
  * few seconds (`--crash-after`); through its restart the lock keeps its owner
  * and its UID, no release is recorded, the hook itself is not restarted, and

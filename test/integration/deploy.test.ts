@@ -28,7 +28,7 @@ describe('deploy/ on a real API server', () => {
     await deleteNamespaceAndWait('leaderhook-system');
   });
 
-  test('the kustomization renders the objects DESIGN §5 asks for', () => {
+  test('the kustomization renders the objects docs/design.md#the-webhook asks for', () => {
     const rendered = kubectl(['kustomize', 'deploy']);
     for (const kind of [
       'Namespace',

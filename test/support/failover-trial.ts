@@ -187,7 +187,7 @@ export async function followFailover(
   };
 }
 
-/** What each rule of the release hook stands for (../shared/DESIGN.md). */
+/** What each rule of the release hook stands for (docs/design.md#the-release-rules). */
 const RULES: Record<string, string> = {
   R0: 'release hook, rule R0 (its own stale lock at start)',
   R1: 'release hook, rule R1 (SIGTERM after the operator stopped)',

@@ -1,6 +1,6 @@
 /**
  * Workload objects over HTTP: a Deployment, CronJob, ... review is answered
- * with the warnings its pods would get and never with a patch (DESIGN §8);
+ * with the warnings its pods would get and never with a patch (docs/design.md#warnings-on-workloads-never-patches);
  * kinds leaderhook neither mutates nor checks get a 400 naming those it does.
  */
 import assert from 'node:assert/strict';
