@@ -15,6 +15,8 @@ export interface FlagSpec {
   kind: FlagKind;
   env: string;
   default?: string;
+  /** The only values a string flag takes, e.g. `text` and `json` for --output; anything else is a UsageError. */
+  choices?: readonly string[];
   help: string;
 }
 
@@ -47,8 +49,11 @@ function convert(flag: FlagSpec, raw: string | boolean, source: string): string 
     case 'seconds':
     case 'milliseconds':
       return parseDuration(flag, String(raw));
-    default:
-      return String(raw);
+    default: {
+      const text = String(raw);
+      if (flag.choices && !flag.choices.includes(text)) throw new UsageError(`${source}: "${text}" is not one of ${flag.choices.join(', ')}`);
+      return text;
+    }
   }
 }
 
@@ -76,7 +81,7 @@ export function parseFlags(specs: FlagSpec[], argv: string[], env: NodeJS.Proces
 
 export function usage(command: string, summary: string, specs: FlagSpec[]): string {
   const rows = specs.map((s) => {
-    const value = s.kind === 'boolean' ? '' : ` <${s.kind === 'string' ? 'value' : s.kind}>`;
+    const value = s.kind === 'boolean' ? '' : ` <${s.choices ? s.choices.join('|') : s.kind === 'string' ? 'value' : s.kind}>`;
     const def = s.default !== undefined && s.default !== '' ? ` (default ${s.default})` : '';
     return `  ${s.short ? `-${s.short}, ` : ''}--${s.name}${value}\n      ${s.help}${def}\n      env: ${s.env}`;
   });

@@ -1,7 +1,8 @@
 /**
  * What `leaderhook check` prints: one line per check, ✓ or ✗, and for a ✗
  * the remedy on the same line, so a failing line can be copied into an
- * issue or a chat as it is. Exit code 0 only when every check passed.
+ * issue or a chat as it is; or, with --output json, one document for
+ * scripts. Exit code 0 only when every check passed.
  */
 
 export interface CheckResult {
@@ -30,6 +31,24 @@ export function formatResult(result: CheckResult): string {
 export function formatSummary(results: readonly CheckResult[]): string {
   const failures = results.filter((r) => !r.ok).length;
   return failures === 0 ? `all ${results.length} checks passed` : `${failures} of ${results.length} checks failed`;
+}
+
+/** `check --output json`: every check, then the summary; what the text lines say, with the same words. */
+export interface ReportDocument {
+  checks: { name: string; ok: boolean; detail: string; remedy: string | null }[];
+  summary: { ok: boolean; total: number; passed: number; failed: number; text: string };
+}
+
+export function reportDocument(results: readonly CheckResult[]): ReportDocument {
+  const failures = results.filter((r) => !r.ok).length;
+  return {
+    checks: results.map((r) => ({ name: r.title, ok: r.ok, detail: r.detail, remedy: r.remedy ?? null })),
+    summary: { ok: exitCode(results) === 0, total: results.length, passed: results.length - failures, failed: failures, text: formatSummary(results) },
+  };
+}
+
+export function formatJson(results: readonly CheckResult[]): string {
+  return `${JSON.stringify(reportDocument(results), null, 2)}\n`;
 }
 
 export function exitCode(results: readonly CheckResult[]): 0 | 1 {

@@ -3,7 +3,7 @@ import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { clientApi, messageOf } from '../check/api.ts';
 import { withExecCredential } from '../check/exec-credential.ts';
-import { exitCode, failed, formatResult, formatSummary } from '../check/report.ts';
+import { type CheckResult, exitCode, failed, formatJson, formatResult, formatSummary } from '../check/report.ts';
 import { runChecks } from '../check/run.ts';
 import { type FlagValues, UsageError } from '../flags.ts';
 import { createKubeClient } from '../kube/client.ts';
@@ -30,19 +30,33 @@ export async function clusterConfigFor(values: FlagValues, env: NodeJS.ProcessEn
 }
 
 /**
+ * Where the results go: as text, each line as soon as its check is done (a
+ * slow API server shows progress), then the summary; as JSON, one document
+ * once all are in.
+ */
+function reporter(output: string): { each: (result: CheckResult) => void; end: (results: readonly CheckResult[]) => void } {
+  const print = (text: string) => process.stdout.write(text);
+  if (output === 'json') return { each: () => {}, end: (results) => print(formatJson(results)) };
+  return { each: (result) => print(`${formatResult(result)}\n`), end: (results) => print(`${formatSummary(results)}\n`) };
+}
+
+/**
  * `leaderhook check`: one line per check on stdout, ✓ or ✗ with the remedy,
- * then a summary; exit 0 when every check passed, 1 otherwise. Reads the
- * cluster with the project's own API client: the image every operator pod
- * pulls carries no other (README, Dependencies).
+ * then a summary (or, with --output json, one JSON document); exit 0 when
+ * every check passed, 1 otherwise. Reads the cluster with the project's own
+ * API client: the image every operator pod pulls carries no other (README,
+ * Dependencies).
  */
 export async function runCheckCommand(values: FlagValues): Promise<number> {
-  const print = (line: string) => process.stdout.write(`${line}\n`);
+  const report = reporter(values.output as string);
   let config: ClusterConfig;
   try {
     config = await clusterConfigFor(values);
   } catch (error) {
     if (error instanceof UsageError) throw error;
-    print(formatResult(failed('cluster access', messageOf(error), 'check --kubeconfig and --context (kubectl config view --minify shows what they select)')));
+    const access = failed('cluster access', messageOf(error), 'check --kubeconfig and --context (kubectl config view --minify shows what they select)');
+    report.each(access);
+    report.end([access]);
     return 1;
   }
   const client = createKubeClient(config);
@@ -57,9 +71,9 @@ export async function runCheckCommand(values: FlagValues): Promise<number> {
         now: new Date(),
         server: `${config.server.href} (${config.source})`,
       },
-      (result) => print(formatResult(result)),
+      report.each,
     );
-    print(formatSummary(results));
+    report.end(results);
     return exitCode(results);
   } finally {
     client.close();

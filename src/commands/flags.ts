@@ -169,6 +169,19 @@ export const injectFlags: FlagSpec[] = [
   ...injectionFlags.map((f) => (f.name === 'hook-image' ? injectHookImageFlag : f)),
 ];
 
+/** How `check` and `version` print: lines for people, or one JSON document for scripts. */
+const outputFlag: FlagSpec = {
+  name: 'output',
+  short: 'o',
+  kind: 'string',
+  env: 'LEADERHOOK_OUTPUT',
+  default: 'text',
+  choices: ['text', 'json'],
+  help: 'text, or json: one JSON document on stdout, for scripts',
+};
+
+export const versionFlags: FlagSpec[] = [outputFlag];
+
 export const checkFlags: FlagSpec[] = [
   {
     name: 'kubeconfig',
@@ -204,4 +217,5 @@ export const checkFlags: FlagSpec[] = [
     default: '10s',
     help: 'give up an API request after this long',
   },
+  outputFlag,
 ];

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { ReportDocument } from '../../../src/check/report.ts';
 import { KubeApiError } from '../../../src/kube/errors.ts';
 import { createCertificateAuthority, issueServingCertificate, WEBHOOK_SERVICE_NAMES } from '../../../src/webhook/devcerts.ts';
 import { type CliExit, runCli } from '../../support/cli.ts';
@@ -81,6 +82,42 @@ describe('leaderhook check, the command', () => {
     );
     assert.match(lines[0]!, /^✓ API server: http:\/\/127.0.0.1:\d+\/ \(kubeconfig .* context fake\): Kubernetes v1.34.4, as kubernetes-admin$/);
     assert.equal(lines.at(-1), 'all 9 checks passed');
+  });
+
+  it('--output json prints one document with every check and the summary, and exits as the text does', async () => {
+    cluster.readyEndpoints = 0;
+    try {
+      const r = await check('--kubeconfig', kubeconfig, '--namespace', 'ops', '--output', 'json');
+      assert.equal(r.status, 1, r.stderr);
+      const report = JSON.parse(r.stdout) as ReportDocument;
+      assert.equal(report.checks.length, 9);
+      assert.deepEqual(Object.keys(report.checks[0]!), ['name', 'ok', 'detail', 'remedy']);
+      const endpoints = report.checks.find((c) => c.name === 'webhook endpoints');
+      assert.equal(endpoints?.ok, false);
+      assert.match(endpoints?.remedy ?? '', /scale/);
+      assert.ok(report.checks.filter((c) => c.ok).every((c) => c.remedy === null));
+      assert.deepEqual(report.summary, { ok: false, total: 9, passed: 8, failed: 1, text: '1 of 9 checks failed' });
+    } finally {
+      cluster.readyEndpoints = 2;
+    }
+    const healthy = await check('--kubeconfig', kubeconfig, '-o', 'json');
+    assert.equal(healthy.status, 0, healthy.stdout + healthy.stderr);
+    assert.equal((JSON.parse(healthy.stdout) as ReportDocument).summary.ok, true);
+  });
+
+  it('refuses an unknown --output before it reads the cluster, with exit 2', async () => {
+    let requests = 0;
+    const count = () => requests++;
+    server.on('request', count);
+    try {
+      const r = await check('--kubeconfig', kubeconfig, '--output', 'yaml');
+      assert.equal(r.status, 2);
+      assert.equal(r.stdout, '');
+      assert.match(r.stderr, /^leaderhook check: --output: "yaml" is not one of text, json\n/);
+      assert.equal(requests, 0, 'no API request was made');
+    } finally {
+      server.off('request', count);
+    }
   });
 
   it('exits 1 when a check fails, naming it with its remedy', async () => {
