@@ -5,27 +5,45 @@
  *   leaderhook release   the release hook, run as a native sidecar in operator pods
  *   leaderhook inject    the webhook's injection, offline, on manifests (GitOps)
  *   leaderhook check     is leaderhook installed and working in this cluster?
- *   leaderhook version   print the version
+ *   leaderhook version   print the version and the commit
  * Each command loads only its own modules, so the hook never carries the
- * webhook's HTTP stack, nor the tools' modules, into operator pods.
+ * webhook's HTTP stack, nor the tools' modules, into operator pods. The npm
+ * package holds only the tools (check, inject, version): the webhook and the
+ * hook run from the image.
  */
 import { inspect } from 'node:util';
-import { checkFlags, injectFlags, releaseFlags, webhookFlags } from './commands/flags.ts';
+import { checkFlags, injectFlags, releaseFlags, versionFlags, webhookFlags } from './commands/flags.ts';
 import { parseFlags, UsageError, usage, type FlagSpec, type FlagValues } from './flags.ts';
+import { unsupportedNode } from './node-support.ts';
 import { UserFacingError } from './user-facing-error.ts';
-import { version } from './version.ts';
+
+/**
+ * A command's module, or, where this install left it out (the npm package has
+ * no webhook or release), an error that says so instead of the resolver's.
+ */
+async function commandModule<T>(name: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    const { code, url } = error as { code?: string; url?: string };
+    if (code === 'ERR_MODULE_NOT_FOUND' && url !== undefined && new URL(url).pathname.endsWith(`/commands/${name}.js`)) {
+      throw new UserFacingError(`this install has no ${name} command: the npm package holds check, inject and version; ${name} runs from the leaderhook image`);
+    }
+    throw error;
+  }
+}
 
 /** A command's run resolves to its exit code; to anything else (nothing) for 0. */
 const commands: Record<string, { summary: string; flags: FlagSpec[]; run: (values: FlagValues) => Promise<unknown> }> = {
   webhook: {
     summary: 'Serve the mutating admission webhook that injects the release hook into pods of opted-in namespaces.',
     flags: webhookFlags,
-    run: async (values) => (await import('./commands/webhook.ts')).runWebhookCommand(values),
+    run: async (values) => (await commandModule('webhook', () => import('./commands/webhook.ts'))).runWebhookCommand(values),
   },
   release: {
     summary: "Run the release hook: free this pod's leader lock once the operator has provably stopped, and locks whose holder can never run again.",
     flags: releaseFlags,
-    run: async (values) => (await import('./commands/release.ts')).runReleaseCommand(values),
+    run: async (values) => (await commandModule('release', () => import('./commands/release.ts'))).runReleaseCommand(values),
   },
   inject: {
     summary: 'Inject the release hook into the Pods and workloads of manifests, as the webhook would, and print them (for GitOps).',
@@ -33,16 +51,14 @@ const commands: Record<string, { summary: string; flags: FlagSpec[]; run: (value
     run: async (values) => (await import('./commands/inject.ts')).runInjectCommand(values),
   },
   check: {
-    summary: 'Check that leaderhook is installed and working: one line per check, exit 1 when any fails.',
+    summary: 'Check that leaderhook is installed and working: one line per check (or JSON), exit 1 when any fails.',
     flags: checkFlags,
     run: async (values) => (await import('./commands/check.ts')).runCheckCommand(values),
   },
   version: {
-    summary: 'Print the version.',
-    flags: [],
-    run: async () => {
-      process.stdout.write(`leaderhook ${version}\n`);
-    },
+    summary: 'Print the version and the commit it was built from.',
+    flags: versionFlags,
+    run: async (values) => (await import('./commands/version.ts')).runVersionCommand(values),
   },
 };
 
@@ -52,6 +68,13 @@ function topUsage(): string {
 }
 
 async function main(argv: string[]): Promise<number> {
+  // The npm package runs on the user's Node.js: an older one would fail deep
+  // inside a command, on an API it lacks.
+  const tooOld = unsupportedNode();
+  if (tooOld) {
+    process.stderr.write(`leaderhook: ${tooOld}\n`);
+    return 1;
+  }
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(topUsage());

@@ -4,6 +4,8 @@ import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { gitRevision, shortRevision } from '../../src/build-info.ts';
+import { version } from '../../src/version.ts';
 import { runCli } from '../support/cli.ts';
 
 /** Settings a developer's shell may hold, cleared so that every test sees the defaults. */
@@ -18,10 +20,21 @@ after(async () => {
   await rm(certsDir, { recursive: true, force: true });
 });
 
-test('version prints the package version', async () => {
-  const r = await runCli(['version'], { env });
-  assert.equal(r.status, 0, r.stderr);
-  assert.match(r.stdout, /^leaderhook \d+\.\d+\.\d+/);
+test('version prints the package version and, from a checkout, the commit git names; --version and --output json too', async () => {
+  const revision = gitRevision(import.meta.dirname);
+  assert.ok(revision, 'the tests run in a git checkout');
+  const line = `leaderhook ${version} (commit ${shortRevision(revision)})\n`;
+  for (const args of [['version'], ['--version']]) {
+    const r = await runCli(args, { env });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, line);
+  }
+  const json = await runCli(['version', '-o', 'json'], { env });
+  assert.equal(json.status, 0, json.stderr);
+  assert.deepEqual(JSON.parse(json.stdout), { version, commit: revision });
+  const bad = await runCli(['version', '--output', 'xml'], { env });
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /--output: "xml" is not one of text, json/);
 });
 
 test('every command has --help that names its flags and their env variables', async () => {
@@ -30,6 +43,7 @@ test('every command has --help that names its flags and their env variables', as
     ['release', '--margin', 'LEADERHOOK_MARGIN'],
     ['inject', '--grace-period-floor', 'LEADERHOOK_GRACE_PERIOD_FLOOR'],
     ['check', '--kubeconfig', 'KUBECONFIG'],
+    ['version', '--output', 'LEADERHOOK_OUTPUT'],
   ] as const) {
     const r = await runCli([command, '--help'], { env });
     assert.equal(r.status, 0, r.stderr);
