@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the shipped Dockerfile with buildah (no Docker engine) into an image
-# archive and imports it into the test cluster's containerd. No registry is
-# reachable here, so both of the Dockerfile's bases are the local Node images
+# archive and imports it into the test cluster's containerd: the build a
+# release makes (scripts/lib/image.sh), for this machine's platform. No
+# registry is reachable here, so both of the Dockerfile's bases are the local Node images
 # of test/images/node-base.sh (the pinned `node` package's binary); users get
 # the Dockerfile's default, the official node image. The build stage's
 # `npm ci` reaches the npm registry through the host's network.
@@ -18,30 +19,18 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=test/images/containers.sh
 source "$repo/test/images/containers.sh"
+# shellcheck source=scripts/lib/image.sh
+source "$repo/scripts/lib/image.sh"
 name="${1:-leaderhook.test/leaderhook:dev}"
 archives="${LEADERHOOK_CACHE:-$HOME/.cache/leaderhook}/image"
 mkdir -p "$archives"
 
 start=$(date +%s)
 need_container_tools
-bases="$("$repo/test/images/node-base.sh")"
-read -r base build_base <<<"$bases"
-
-# The build stage gets a tag of its own: it keeps the stage's cached layers
-# (npm ci above all) from being pruned as leftovers below. buildah's output
-# goes to a log, shown when a build fails.
-log="$archives/build.log" iid="$archives/build.iid"
-build=(build --layers --pull=never --network host --file "$repo/Dockerfile"
-	--build-arg BUILD_IMAGE="$build_base" --build-arg BASE_IMAGE="$base")
-if ! { lh_buildah "${build[@]}" --target build --tag "$name-build" "$repo" &&
-	lh_buildah "${build[@]}" --iidfile "$iid" --tag "$name" "$repo"; } >"$log" 2>&1; then
-	tail -n 40 "$log" >&2
-	echo "build-local-image.sh: buildah could not build the Dockerfile (whole log: $log)" >&2
-	exit 1
-fi
-id="$(cut -d: -f2 "$iid")"
-# Earlier builds' layers that no tagged image uses any more.
-lh_buildah rmi --prune >/dev/null 2>&1 || true
+# The release's build, for this machine's platform: same labels and commit.
+image_metadata
+build_image "$name" "$(host_platform)" "$archives"
+id="$image_id"
 
 archive="$archives/$(tr '/:' '__' <<<"$name")-${id:0:16}.tar"
 if [[ ! -f "$archive" ]]; then

@@ -46,6 +46,8 @@ user="$(lh_podman image inspect --format '{{.Config.User}}' "$name")"
 run --entrypoint node "$name" -e 'console.log(process.getuid() + ":" + process.getgid() + " " + process.version)'
 [[ $rc == 0 && "$out" == 65532:65532\ v* ]] || fail "node as the image's user: exit $rc: $out"
 
+run "$name" version
+[[ $rc == 0 && "$out" == "leaderhook "*" (commit "*")" ]] || fail "version: exit $rc: $out"
 run "$name" --help
 [[ $rc == 0 && "$out" == *"Usage: leaderhook <command>"* ]] || fail "--help: exit $rc: $out"
 run --user 65532:65532 "$name" release --help
@@ -56,4 +58,4 @@ run --user 65532:65532 "$name" release --help
 run "$name" webhook --hook-image "$name"
 [[ $rc == 1 && "$out" == "leaderhook webhook: reading serving certificate /etc/leaderhook/tls/tls.crt: ENOENT" ]] ||
 	fail "webhook without certificates: exit $rc: $out"
-echo "check-image.sh: $name: runs as 65532:65532 on a read-only root; --help, release --help, webhook without certificates: as expected" >&2
+echo "check-image.sh: $name: runs as 65532:65532 on a read-only root; version, --help, release --help, webhook without certificates: as expected" >&2

@@ -13,13 +13,20 @@
 #
 # Prints "BASE_IMAGE BUILD_IMAGE".
 #
-#   test/images/node-base.sh
+#   test/images/node-base.sh [PLATFORM]   (default: this machine's, linux/amd64)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 # shellcheck source=test/images/containers.sh
 source "$here/containers.sh"
+# shellcheck source=scripts/lib/image.sh
+source "$repo/scripts/lib/image.sh"
 need_container_tools
+platform="${1:-$(host_platform)}"
+if [[ "$platform" != "$(host_platform)" ]]; then
+	echo "node-base.sh: no Node base for $platform on $(host_platform)" >&2
+	exit 1
+fi
 
 node_bin="$(readlink -f "$repo/node_modules/node/bin/node")"
 [[ -x "$node_bin" ]] || { echo "node-base.sh: no $repo/node_modules/node/bin/node: run npm ci first" >&2; exit 1; }

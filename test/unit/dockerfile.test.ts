@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { releaseMetadata } from '../../scripts/release/metadata.ts';
 
 const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
 const dockerfile = read('Dockerfile');
@@ -34,9 +35,29 @@ describe('Dockerfile', () => {
     assert.equal(arg('BUILD_IMAGE'), `node:\${NODE_VERSION}-bookworm-slim`);
     assert.equal(arg('BASE_IMAGE'), `node:\${NODE_VERSION}-bookworm-slim`);
     assert.deepEqual(
-      [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]),
+      [...dockerfile.matchAll(/^FROM (?:--platform=\S+ )?(\S+)/gm)].map((m) => m[1]),
       [`\${BUILD_IMAGE}`, `\${BASE_IMAGE}`],
     );
+  });
+
+  it('builds its JavaScript on the building platform, so that another target needs no emulator', () => {
+    assert.match(dockerfile, /^FROM --platform=\$\{BUILDPLATFORM\} \$\{BUILD_IMAGE\} AS build$/m);
+    assert.doesNotMatch(dockerfile.slice(dockerfile.lastIndexOf('\nFROM ')), /^RUN /m, 'the target stage runs nothing');
+  });
+
+  it("labels the image org.opencontainers.image.*: title and licenses are package.json's, the rest the build arguments the release's metadata names", () => {
+    const pkg = JSON.parse(read('package.json')) as { name: string; license: string };
+    const labels = Object.fromEntries([...dockerfile.matchAll(/(org\.opencontainers\.image\.\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    assert.deepEqual(labels, {
+      'org.opencontainers.image.title': pkg.name,
+      'org.opencontainers.image.licenses': pkg.license,
+      'org.opencontainers.image.version': `\${VERSION}`,
+      'org.opencontainers.image.revision': `\${REVISION}`,
+      'org.opencontainers.image.created': `\${CREATED}`,
+      'org.opencontainers.image.source': `\${SOURCE}`,
+    });
+    const metadataKeys = Object.keys(releaseMetadata({ SOURCE_DATE_EPOCH: '0' })).map((k) => k.toUpperCase());
+    for (const key of metadataKeys) assert.match(dockerfile, new RegExp(`^ARG ${key}=""$`, 'm'), `ARG ${key}, empty unless given`);
   });
 
   it('runs as 65532:65532', () => {
