@@ -5,39 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ReportDocument } from '../../../src/check/report.ts';
-import { KubeApiError } from '../../../src/kube/errors.ts';
-import { createCertificateAuthority, issueServingCertificate, WEBHOOK_SERVICE_NAMES } from '../../../src/webhook/devcerts.ts';
 import { type CliExit, runCli } from '../../support/cli.ts';
-import { type FakeCluster, fakeApi, healthyCluster } from './fake-cluster.ts';
-
-/** Serves `cluster` as an API server would: JSON bodies, a Status with the code on errors. */
-function serve(cluster: FakeCluster): Promise<Server> {
-  const api = fakeApi(cluster);
-  const server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const query = Object.fromEntries(url.searchParams);
-    let body = '';
-    req.setEncoding('utf8').on('data', (c: string) => {
-      body += c;
-    });
-    req.on('end', async () => {
-      try {
-        const answer = req.method === 'POST' ? await api.post(url.pathname, JSON.parse(body), query) : await api.get(url.pathname, query);
-        res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(answer));
-      } catch (error) {
-        const status = error instanceof KubeApiError ? error.status : 500;
-        res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify({ kind: 'Status', code: status, message: String(error) }));
-      }
-    });
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
-}
+import { serveHealthyCluster, writeKubeconfig } from './fake-api-server.ts';
+import type { FakeCluster } from './fake-cluster.ts';
 
 /** `leaderhook check ARGS…` with the developer's own $KUBECONFIG cleared. */
 function check(...args: string[]): Promise<CliExit> {
@@ -50,21 +25,10 @@ describe('leaderhook check, the command', () => {
   let server: Server;
   let kubeconfig: string;
   before(async () => {
-    const ca = await createCertificateAuthority('leaderhook command test CA');
-    cluster = healthyCluster(ca, await issueServingCertificate(ca, WEBHOOK_SERVICE_NAMES));
-    server = await serve(cluster);
+    ({ cluster, server } = await serveHealthyCluster());
     dir = await mkdtemp(path.join(tmpdir(), 'leaderhook-check-'));
     kubeconfig = path.join(dir, 'kubeconfig');
-    const { port } = server.address() as AddressInfo;
-    await writeFile(
-      kubeconfig,
-      JSON.stringify({
-        'current-context': 'fake',
-        contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'admin' } }],
-        clusters: [{ name: 'fake', cluster: { server: `http://127.0.0.1:${port}` } }],
-        users: [{ name: 'admin', user: { token: 'admin-token' } }],
-      }),
-    );
+    await writeKubeconfig(kubeconfig, server);
   });
   after(async () => {
     server?.close();

@@ -1,8 +1,6 @@
 /**
- * Golden tests of `leaderhook inject`. Every test/testdata/inject-cli/NAME.yaml
- * is a case (a manifest stream); NAME.stdout.yaml and NAME.stderr.txt beside
- * it hold what the command prints; an optional NAME.flags holds its flags,
- * one a line (default: only --hook-image). Settings come from the same flag
+ * Golden tests of `leaderhook inject`, the cases of test/testdata/inject-cli
+ * (test/support/inject-cli-goldens.ts). Settings come from the same flag
  * specs as the webhook's, with the version pinned so a release does not
  * rewrite every golden. Each case also proves that the output parses to
  * what the injector makes, and that injecting it again changes nothing.
@@ -19,22 +17,15 @@ import { injectionSettingsFromFlags } from '../../../src/commands/injection-sett
 import { parseFlags } from '../../../src/flags.ts';
 import { injectPod } from '../../../src/injector/index.ts';
 import { WORKLOAD_KINDS } from '../../../src/injector/workloads.ts';
+import { FLAGS, injectCliCases, injectCliDir, injectCliFlags, STDERR, STDOUT } from '../../support/inject-cli-goldens.ts';
 import { goldenSettings } from '../../support/injection-settings.ts';
 
-const dir = path.join(import.meta.dirname, '../../testdata/inject-cli');
+const dir = injectCliDir;
+const cases = injectCliCases;
 const refresh = process.env.REFRESH_GOLDEN === '1';
-const STDOUT = '.stdout.yaml';
-const STDERR = '.stderr.txt';
-const FLAGS = '.flags';
-const cases = readdirSync(dir)
-  .filter((f) => f.endsWith('.yaml') && !f.endsWith(STDOUT))
-  .map((f) => f.slice(0, -'.yaml'.length))
-  .sort();
 
 function settingsFor(name: string) {
-  const file = path.join(dir, `${name}${FLAGS}`);
-  const args = existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [`--hook-image=${goldenSettings.image}`];
-  return { ...injectionSettingsFromFlags(parseFlags(injectFlags, args, {})), version: goldenSettings.version };
+  return { ...injectionSettingsFromFlags(parseFlags(injectFlags, injectCliFlags(name), {})), version: goldenSettings.version };
 }
 
 function documents(text: string): unknown[] {
