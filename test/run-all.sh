@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `npm test`: everything, in the order that fails fastest.
 #   1. type-check, lint, format check
-#   2. unit, golden and HTTP tests (no cluster), the Helm chart against deploy/,
-#      and the webhook peer's equality
+#   2. unit, golden and HTTP tests (no cluster), the CLI's npm package installed
+#      and run, the Helm chart against deploy/ and as released, and the
+#      webhook peer's equality
 #   3. the local Kubernetes cluster (built from the official Go modules) comes up,
 #      the test images are built and imported, and the integration and
 #      end-to-end tests run inside the cluster's network namespace
@@ -49,6 +50,12 @@ step_done
 
 step "unit, golden and HTTP tests"
 run_tests unit -- 'test/unit/**/*.test.ts'
+step_done
+
+# The npm package a release ships, installed into an empty prefix and run on
+# the oldest Node.js it claims (from npm, cached) and on Node.js 24.
+step "the CLI as users install it: npm run release's package, on the oldest Node.js it claims and on 24"
+run_tests release -- 'test/release/*.test.ts'
 step_done
 
 # helm and kustomize come from the Go modules test/tools pins: kubectl, whose

@@ -1,6 +1,7 @@
 /**
  * The leaderhook CLI (src/cli.ts) as a user runs it: a child process on this
- * Node, whose output and exit the tests read.
+ * Node, whose output and exit the tests read; or, with `command`, another
+ * leaderhook executable (the npm package's, installed).
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -20,6 +21,10 @@ export interface CliOptions {
   timeoutMs?: number;
   /** Written to its stdin, which then ends; without it, stdin ends at once. */
   stdin?: string;
+  /** The executable to run with ARGS instead of this Node on src/cli.ts. */
+  command?: string;
+  /** Its working directory; default this process's. */
+  cwd?: string;
 }
 
 export interface CliExit {
@@ -33,8 +38,10 @@ export interface CliExit {
 export function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliExit> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], {
+    const [file, argv] = options.command ? [options.command, [...args]] : [process.execPath, [cli, ...args]];
+    const child = spawn(file, argv, {
       env: { ...process.env, ...options.env },
+      ...(options.cwd ? { cwd: options.cwd } : {}),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     child.stdin.end(options.stdin ?? '');
