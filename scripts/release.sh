@@ -29,8 +29,9 @@ SHA256SUMS over them.
   --out DIR         where to write them (default release/VERSION/)
   --only PARTS      build only these of image, chart, cli (comma-separated;
                     default all). cli needs neither root nor buildah.
-  --platforms LIST  the image's platforms (default linux/amd64; linux/arm64 is
-                    built without an emulator, see docs/release.md)
+  --platforms LIST  the image's platforms (default linux/amd64,linux/arm64;
+                    arm64 needs no emulator to build, and is tried under
+                    qemu-user-static when registered, see docs/release.md)
   --force           replace DIR when it holds an earlier release
   --help            show this help
 
@@ -48,7 +49,7 @@ usage_error() {
 	exit 2
 }
 
-out="" parts="$all_parts" platforms="linux/amd64" force=0
+out="" parts="$all_parts" platforms="linux/amd64,linux/arm64" force=0
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--help | -h) usage; exit 0 ;;
@@ -115,6 +116,19 @@ if want image; then
 	# The archive's reference names the image as a registry would: skopeo copy
 	# oci-archive:FILE docker://REGISTRY/leaderhook:VERSION pushes it.
 	ref="leaderhook:$version"
+	# Each platform's image is tried as the cluster runs it, from an archive of
+	# its own (podman loads one image), where this machine can run it: its own
+	# platform, or another one with an emulator registered (docs/release.md).
+	for i in "${!ids[@]}"; do
+		platform="${platform_list[$i]}"
+		if can_run_platform "$platform"; then
+			lh_buildah push --quiet "${ids[$i]}" "oci-archive:$stage/.check.tar:$ref" >/dev/null || die "writing the $platform image archive failed"
+			"$repo/test/images/check-image.sh" "$stage/.check.tar" "$ref" "$platform" || die "the $platform image fails its checks"
+			rm -f "$stage/.check.tar"
+		else
+			echo "release.sh: warning: the $platform image is not tried: this machine cannot run $platform binaries" >&2
+		fi
+	done
 	if [[ ${#ids[@]} -eq 1 ]]; then
 		lh_buildah push --quiet "${ids[0]}" "oci-archive:$stage/$image_file:$ref" >/dev/null || die "writing the image archive failed"
 	else
@@ -126,10 +140,6 @@ if want image; then
 		done
 		lh_buildah manifest push --quiet --all "$list" "oci-archive:$stage/$image_file:$ref" >/dev/null || die "writing the image index failed"
 		lh_buildah manifest rm "$list" >/dev/null 2>&1 || true
-	fi
-	# Tried as the cluster runs it, from the archive itself (this machine's platform).
-	if [[ ${#ids[@]} -eq 1 ]]; then
-		"$repo/test/images/check-image.sh" "$stage/$image_file" "$ref" || die "the image fails its checks"
 	fi
 fi
 

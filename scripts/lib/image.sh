@@ -33,6 +33,20 @@ host_platform() {
 	esac
 }
 
+# can_run_platform PLATFORM: whether this machine runs PLATFORM's binaries:
+# its own, or another's through a registered emulator (qemu-user-static's
+# binfmt_misc entry, e.g. qemu-aarch64 for linux/arm64).
+can_run_platform() {
+	[[ "$1" == "$(host_platform)" ]] && return 0
+	local entry
+	case "$1" in
+	linux/arm64) entry=qemu-aarch64 ;;
+	linux/amd64) entry=qemu-x86_64 ;;
+	*) return 1 ;;
+	esac
+	[[ "$(head -n1 "/proc/sys/fs/binfmt_misc/$entry" 2>/dev/null)" == enabled ]]
+}
+
 # build_image NAME PLATFORM LOGDIR: builds the Dockerfile for PLATFORM
 # (linux/amd64 or linux/arm64) as NAME and sets image_id; image_metadata must
 # have run. buildah's output goes to LOGDIR/build-ARCH.log, shown when the
@@ -41,8 +55,16 @@ build_image() {
 	local name="$1" platform="$2" logdir="$3" bases base build_base log iid
 	bases="$("$repo/test/images/node-base.sh" "$platform")" || return 1
 	read -r base build_base <<<"$bases"
+	# The runtime base by its id: once buildah (1.28) has built the build
+	# stage for BUILDPLATFORM, it looks later stages' images up by name for
+	# that platform, and finds no arm64 one; an id is not matched to a platform.
+	base="$(lh_buildah inspect --type image --format '{{.FromImageID}}' "$base")" || return 1
 	log="$logdir/build-${platform#*/}.log" iid="$logdir/build-${platform#*/}.iid"
+	# BUILDPLATFORM is given because buildah (Debian bookworm's 1.28) sets it
+	# to the target's platform under --platform, and would look for an arm64
+	# build image.
 	local build=(build --layers --pull=never --network host --platform "$platform" --file "$repo/Dockerfile"
+		--build-arg BUILDPLATFORM="$(host_platform)"
 		--build-arg BUILD_IMAGE="$build_base" --build-arg BASE_IMAGE="$base"
 		--build-arg VERSION="$meta_version" --build-arg REVISION="$meta_revision"
 		--build-arg CREATED="$meta_created" --build-arg SOURCE="$meta_source")

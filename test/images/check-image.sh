@@ -2,18 +2,20 @@
 # Tries a leaderhook image archive with podman the way the cluster runs it:
 # read-only root filesystem, no network, as the image's own user, which must
 # be 65532:65532. Loaded into a throwaway storage, so the archive itself is
-# what is tried. Exits 1 naming the first check that fails.
+# what is tried. Exits 1 naming the first check that fails. An image of
+# another PLATFORM runs through the emulator registered for it (qemu-user-static).
 #
-#   test/images/check-image.sh ARCHIVE NAME:TAG
+#   test/images/check-image.sh ARCHIVE NAME:TAG [PLATFORM]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=test/images/containers.sh
 source "$here/containers.sh"
-if [[ $# -ne 2 ]]; then
-	echo "usage: check-image.sh ARCHIVE NAME:TAG" >&2
+if [[ $# -lt 2 || $# -gt 3 ]]; then
+	echo "usage: check-image.sh ARCHIVE NAME:TAG [PLATFORM]" >&2
 	exit 2
 fi
-archive="$1" name="$2"
+archive="$1" name="$2" platform=()
+[[ $# -eq 3 ]] && platform=(--platform "$3")
 need_container_tools
 
 tmp="$(mktemp -d)"
@@ -37,7 +39,7 @@ fail() {
 # gets at most 32768 processes from conmon: ask for no more than that.
 run() {
 	rc=0
-	out="$(lh_podman run --rm --network none --read-only \
+	out="$(lh_podman run "${platform[@]}" --rm --network none --read-only \
 		--ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit nproc=32768:32768 "$@" 2>&1)" || rc=$?
 }
 
@@ -58,4 +60,4 @@ run --user 65532:65532 "$name" release --help
 run "$name" webhook --hook-image "$name"
 [[ $rc == 1 && "$out" == "leaderhook webhook: reading serving certificate /etc/leaderhook/tls/tls.crt: ENOENT" ]] ||
 	fail "webhook without certificates: exit $rc: $out"
-echo "check-image.sh: $name: runs as 65532:65532 on a read-only root; version, --help, release --help, webhook without certificates: as expected" >&2
+echo "check-image.sh: $name${3:+ ($3)}: runs as 65532:65532 on a read-only root; version, --help, release --help, webhook without certificates: as expected" >&2

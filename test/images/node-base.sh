@@ -14,6 +14,12 @@
 # Prints "BASE_IMAGE BUILD_IMAGE".
 #
 #   test/images/node-base.sh [PLATFORM]   (default: this machine's, linux/amd64)
+#
+# For another PLATFORM (linux/arm64 on an amd64 machine) only the runtime is
+# that platform's, leaderhook.local/node-ARCH:VERSION-KEY: the same Node
+# version from npm and the Debian libraries of that architecture
+# (test/images/foreign-node.sh). Its BUILD_IMAGE is this machine's: the
+# Dockerfile's build stage runs on the building platform.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -23,36 +29,36 @@ source "$here/containers.sh"
 source "$repo/scripts/lib/image.sh"
 need_container_tools
 platform="${1:-$(host_platform)}"
-if [[ "$platform" != "$(host_platform)" ]]; then
-	echo "node-base.sh: no Node base for $platform on $(host_platform)" >&2
-	exit 1
-fi
+[[ "$platform" == linux/amd64 || "$platform" == linux/arm64 ]] ||
+	{ echo "node-base.sh: no Node base for $platform (linux/amd64 or linux/arm64)" >&2; exit 2; }
 
-node_bin="$(readlink -f "$repo/node_modules/node/bin/node")"
-[[ -x "$node_bin" ]] || { echo "node-base.sh: no $repo/node_modules/node/bin/node: run npm ci first" >&2; exit 1; }
-version="$("$node_bin" --version)" version="${version#v}"
-npm_dir="$(cd "$(dirname "$(readlink -f "$(command -v npm)")")/.." && pwd)"
-[[ -f "$npm_dir/package.json" && "$(basename "$npm_dir")" == npm ]] || { echo "node-base.sh: npm's package not found (from $(command -v npm))" >&2; exit 1; }
-ca_bundle=/etc/ssl/certs/ca-certificates.crt
-[[ -f "$ca_bundle" ]] || { echo "node-base.sh: no $ca_bundle (Debian's ca-certificates)" >&2; exit 1; }
-# The dynamic loader and every library node, sh and env link against (sh and
-# env need none that node does not).
-mapfile -t libs < <(ldd "$node_bin" /bin/sh /usr/bin/env | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $2 ~ /^\(/ { print $1 }' | sort -u)
+host_node="$(readlink -f "$repo/node_modules/node/bin/node")"
+[[ -x "$host_node" ]] || { echo "node-base.sh: no $repo/node_modules/node/bin/node: run npm ci first" >&2; exit 1; }
+version="$("$host_node" --version)" version="${version#v}"
+hash() { sha256sum | cut -c1-16; }
+image_exists() { lh_buildah inspect --type image "$1" >/dev/null 2>&1; }
+
+# The runtime's node binary and the libraries it links: lib_sources[i] is
+# copied to lib_targets[i] in the image.
+if [[ "$platform" == "$(host_platform)" ]]; then
+	node_bin="$host_node"
+	# The dynamic loader and every library node, sh and env link against (sh
+	# and env need none that node does not).
+	mapfile -t lib_sources < <(ldd "$node_bin" /bin/sh /usr/bin/env | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $2 ~ /^\(/ { print $1 }' | sort -u)
+	lib_targets=("${lib_sources[@]}")
+	repository=leaderhook.local/node
+else
+	# shellcheck source=test/images/foreign-node.sh
+	source "$here/foreign-node.sh"
+	foreign_node "${platform#linux/}" "$version" "${LEADERHOOK_CACHE:-$HOME/.cache/leaderhook}/foreign-node"
+	repository="leaderhook.local/node-${platform#linux/}"
+fi
 
 # Each image is tagged with a hash of everything it is made of, so it is
 # built only when one of those changed; the runtime base does not change with
 # this machine's npm or CA bundle.
-hash() { sha256sum | cut -c1-16; }
-base_key="$(cat "${BASH_SOURCE[0]}" "$node_bin" "${libs[@]}" | hash)"
-build_key="$({
-	echo "$base_key"
-	cat /bin/sh /usr/bin/env "$ca_bundle"
-	(cd "$npm_dir" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat)
-} | hash)"
-base="leaderhook.local/node:$version-$base_key"
-build="leaderhook.local/node-build:$version-$build_key"
-
-image_exists() { lh_buildah inspect --type image "$1" >/dev/null 2>&1; }
+base_key="$(cat "${BASH_SOURCE[0]}" "$node_bin" "${lib_sources[@]}" | hash)"
+base="$repository:$version-$base_key"
 
 # commit_rootfs FROM ROOTFS NAME CONFIG...: NAME is FROM with ROOTFS's
 # contents on top and the given `buildah config` options. Earlier tags of
@@ -76,19 +82,37 @@ if ! image_exists "$base"; then
 	r="$work/base"
 	mkdir -p "$r/usr/local/bin" "$r/etc" "$r/tmp"
 	cp "$node_bin" "$r/usr/local/bin/node"
+	# This machine's strip reads only its own architecture's binaries: another's keeps its debug sections.
 	strip --strip-debug "$r/usr/local/bin/node" 2>/dev/null || true
-	for lib in "${libs[@]}"; do
-		mkdir -p "$r$(dirname "$lib")"
-		cp -L "$lib" "$r$lib"
+	for i in "${!lib_sources[@]}"; do
+		mkdir -p "$r$(dirname "${lib_targets[$i]}")"
+		cp -L "${lib_sources[$i]}" "$r${lib_targets[$i]}"
 	done
 	printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$r/etc/passwd"
 	printf 'root:x:0:\nnonroot:x:65532:\n' >"$r/etc/group"
 	chmod 1777 "$r/tmp"
 	# The official image's environment, as far as a runtime needs it.
-	commit_rootfs scratch "$r" "$base" \
+	commit_rootfs scratch "$r" "$base" --os linux --arch "${platform#linux/}" \
 		--env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		--env NODE_VERSION="$version" --cmd node
 fi
+
+if [[ "$platform" != "$(host_platform)" ]]; then
+	read -r _ build <<<"$("${BASH_SOURCE[0]}")"
+	echo "$base $build"
+	exit 0
+fi
+
+npm_dir="$(cd "$(dirname "$(readlink -f "$(command -v npm)")")/.." && pwd)"
+[[ -f "$npm_dir/package.json" && "$(basename "$npm_dir")" == npm ]] || { echo "node-base.sh: npm's package not found (from $(command -v npm))" >&2; exit 1; }
+ca_bundle=/etc/ssl/certs/ca-certificates.crt
+[[ -f "$ca_bundle" ]] || { echo "node-base.sh: no $ca_bundle (Debian's ca-certificates)" >&2; exit 1; }
+build_key="$({
+	echo "$base_key"
+	cat /bin/sh /usr/bin/env "$ca_bundle"
+	(cd "$npm_dir" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat)
+} | hash)"
+build="leaderhook.local/node-build:$version-$build_key"
 if ! image_exists "$build"; then
 	b="$work/build"
 	mkdir -p "$b/bin" "$b/usr/bin" "$b/usr/local/bin" "$b/usr/local/lib/node_modules" "$b/etc/ssl/certs" "$b/root"
