@@ -25,14 +25,14 @@ import { releaseMetadata } from '../../scripts/release/metadata.ts';
 import { type CliOptions, runCli } from '../support/cli.ts';
 import { injectCliCases, injectCliDir, injectCliFlags, STDERR, STDOUT } from '../support/inject-cli-goldens.ts';
 import { goldenSettings } from '../support/injection-settings.ts';
+import { type InstalledCli, installCli, packCli } from '../support/cli-package.ts';
 import { npmNodeDir } from '../support/npm-node.ts';
 import { serveHealthyCluster, writeKubeconfig } from '../unit/check/fake-api-server.ts';
 
-const repo = path.join(import.meta.dirname, '../..');
 const work = mkdtempSync(path.join(tmpdir(), 'leaderhook-cli-package-'));
-const prefix = path.join(work, 'prefix');
-const tarball = path.join(process.env.LEADERHOOK_RELEASE_DIR || path.join(work, 'release'), `leaderhook-${version}.tgz`);
-const installed = path.join(prefix, 'lib/node_modules/leaderhook');
+const given = process.env.LEADERHOOK_RELEASE_DIR;
+let tarball: string;
+let cli: InstalledCli;
 
 /** Settings a developer's shell may hold, cleared: the goldens were written with the defaults. */
 const cleared = Object.fromEntries(
@@ -45,13 +45,9 @@ let server: Server | undefined;
 let kubeconfig: string;
 
 before(async () => {
-  if (!process.env.LEADERHOOK_RELEASE_DIR) {
-    execFileSync('bash', [path.join(repo, 'scripts/release.sh'), '--only', 'cli', '--out', path.dirname(tarball)], { stdio: ['ignore', 'ignore', 'pipe'] });
-  }
+  tarball = given ? path.join(given, `leaderhook-${version}.tgz`) : packCli(path.join(work, 'release'));
   assert.ok(existsSync(tarball), `no ${tarball}`);
-  execFileSync('npm', ['install', '--global', '--prefix', prefix, '--no-audit', '--no-fund', '--loglevel=error', tarball], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  cli = installCli(tarball, path.join(work, 'prefix'));
   ({ server } = await serveHealthyCluster());
   kubeconfig = path.join(work, 'kubeconfig');
   await writeKubeconfig(kubeconfig, server);
@@ -64,12 +60,12 @@ after(() => {
 
 /** What `npm install` put into the prefix: the package's files and its dependencies'. */
 function installedBytes(): number {
-  return Number(execFileSync('du', ['-sb', installed], { encoding: 'utf8' }).split('\t')[0]);
+  return Number(execFileSync('du', ['-sb', cli.root], { encoding: 'utf8' }).split('\t')[0]);
 }
 
 describe('the CLI npm package', () => {
   it('holds dist/ and package.json only: the tools, not the webhook or the hook, with bins leaderhook and kubectl-leaderhook', (t) => {
-    const pkg = JSON.parse(readFileSync(path.join(installed, 'package.json'), 'utf8'));
+    const pkg = JSON.parse(readFileSync(path.join(cli.root, 'package.json'), 'utf8'));
     assert.deepEqual(pkg.bin, { leaderhook: 'dist/cli.js', 'kubectl-leaderhook': 'dist/cli.js' });
     assert.deepEqual(pkg.engines, { node: `>=${MINIMUM_NODE}` });
     assert.equal(pkg.version, version);
@@ -83,7 +79,7 @@ describe('the CLI npm package', () => {
     for (const left of ['commands/webhook.js', 'commands/release.js', 'webhook/server.js', 'releaser/releaser.js']) {
       assert.ok(!files.includes(`package/dist/${left}`), `${left} is the image's`);
     }
-    for (const bin of ['leaderhook', 'kubectl-leaderhook']) assert.ok(existsSync(path.join(prefix, 'bin', bin)), `${bin} on the prefix's PATH`);
+    for (const bin of ['leaderhook', 'kubectl-leaderhook'] as const) assert.ok(existsSync(cli.bin(bin)), `${bin} in the prefix's bin/`);
     t.diagnostic(`tarball ${readFileSync(tarball).length} bytes, installed ${installedBytes()} bytes (du -sb, dependencies included)`);
   });
 
@@ -97,7 +93,8 @@ describe('the CLI npm package', () => {
         // The bins start with `#!/usr/bin/env node`: the first node on the PATH runs them, as on a user's machine.
         env = { ...cleared, PATH: `${node.dir()}${path.delimiter}${process.env.PATH}` };
       });
-      const run = (bin: string, args: string[], options: CliOptions = {}) => runCli(args, { command: path.join(prefix, 'bin', bin), env, ...options });
+      const run = (bin: 'leaderhook' | 'kubectl-leaderhook', args: string[], options: CliOptions = {}) =>
+        runCli(args, { command: cli.bin(bin), env, ...options });
 
       it('is that Node.js the bins run on', () => {
         const which = execFileSync('node', ['--version'], { env, encoding: 'utf8' }).trim();
@@ -106,11 +103,10 @@ describe('the CLI npm package', () => {
 
       it('leaderhook version and kubectl-leaderhook version name the version and the commit the release packed', async () => {
         const { revision } = releaseMetadata();
-        for (const bin of ['leaderhook', 'kubectl-leaderhook']) {
+        for (const bin of ['leaderhook', 'kubectl-leaderhook'] as const) {
           const r = await run(bin, ['version']);
           assert.equal(r.status, 0, r.stderr);
-          if (process.env.LEADERHOOK_RELEASE_DIR)
-            assert.match(r.stdout, new RegExp(`^leaderhook ${version.replaceAll('.', '\\.')} \\(commit [0-9a-f]{7}(-dirty)?\\)\\n$`));
+          if (given) assert.match(r.stdout, new RegExp(`^leaderhook ${version.replaceAll('.', '\\.')} \\(commit [0-9a-f]{7}(-dirty)?\\)\\n$`));
           else assert.equal(r.stdout, `leaderhook ${version} (commit ${shortRevision(revision)})\n`);
         }
         const json = await run('leaderhook', ['version', '--output', 'json']);
