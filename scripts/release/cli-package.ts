@@ -4,9 +4,10 @@
  * named kubectl-NAME on the PATH), running on the user's own Node.js. It holds
  * the tools only — check, inject, version — since the webhook and the hook
  * run from the image: the compiled modules those commands reach from
- * dist/cli.js, build-info.json, and a package.json whose dependencies are the
- * packages those modules import, at the versions package-lock.json holds (the
- * ones the tests ran with). The repository's package.json stays private.
+ * dist/cli.js, build-info.json, LICENSE, and a package.json whose
+ * dependencies are the packages those modules import, at the versions
+ * package-lock.json holds (the ones the tests ran with). The repository's
+ * package.json stays private.
  *
  *   node scripts/release/cli-package.ts --out DIR [--revision COMMIT]
  *
@@ -122,6 +123,8 @@ export function packCli(out: string, revision: string): PackedCli {
       mkdirSync(dirname(join(stage, 'dist', module)), { recursive: true });
       copyFileSync(join(build, module), join(stage, 'dist', module));
     }
+    // Apache-2.0 asks for its text with every copy.
+    copyFileSync(join(repoRoot, 'LICENSE'), join(stage, 'LICENSE'));
     const repo = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as RepoPackage;
     const lock = JSON.parse(readFileSync(join(repoRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
     const lockVersions = Object.fromEntries(packages.map((p) => [p, lock.packages[`node_modules/${p}`]?.version]));

@@ -64,7 +64,7 @@ function installedBytes(): number {
 }
 
 describe('the CLI npm package', () => {
-  it('holds dist/ and package.json only: the tools, not the webhook or the hook, with bins leaderhook and kubectl-leaderhook', (t) => {
+  it('holds dist/, package.json and LICENSE only: the tools, not the webhook or the hook, with bins leaderhook and kubectl-leaderhook', (t) => {
     const pkg = JSON.parse(readFileSync(path.join(cli.root, 'package.json'), 'utf8'));
     assert.deepEqual(pkg.bin, { leaderhook: 'dist/cli.js', 'kubectl-leaderhook': 'dist/cli.js' });
     assert.deepEqual(pkg.engines, { node: `>=${MINIMUM_NODE}` });
@@ -73,9 +73,10 @@ describe('the CLI npm package', () => {
     assert.deepEqual(Object.keys(pkg.dependencies).sort(), ['fast-json-patch', 'yaml'], 'only what check and inject import');
     const files = execFileSync('tar', ['tzf', tarball], { encoding: 'utf8' }).trim().split('\n');
     assert.deepEqual(
-      files.filter((f) => !/^package\/(package\.json|dist\/.+\.js|dist\/build-info\.json)$/.test(f)),
+      files.filter((f) => !/^package\/(package\.json|LICENSE|dist\/.+\.js|dist\/build-info\.json)$/.test(f)),
       [],
     );
+    assert.ok(files.includes('package/LICENSE'));
     for (const left of ['commands/webhook.js', 'commands/release.js', 'webhook/server.js', 'releaser/releaser.js']) {
       assert.ok(!files.includes(`package/dist/${left}`), `${left} is the image's`);
     }
