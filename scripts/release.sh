@@ -7,6 +7,7 @@
 #   leaderhook-VERSION.oci.tar     the image, an OCI archive (an index of every platform)
 #   charts/leaderhook-VERSION.tgz  the Helm chart (helm package)
 #   leaderhook-VERSION.tgz         the CLI, an npm package (npm pack)
+#   deploy/                        the kustomize install (deploy/ as it is at this commit)
 #   SHA256SUMS                     sha256sum of each, verified by sha256sum -c
 #
 # A tree with uncommitted changes or untracked files is built, not refused:
@@ -16,18 +17,19 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 node="$repo/node_modules/.bin/node"
-all_parts="image,chart,cli"
+all_parts="image,chart,cli,deploy"
 
 usage() {
 	cat <<EOF
 Usage: npm run release -- [--out DIR] [--only PARTS] [--platforms LIST] [--force]
 
 Builds the artifacts of one version (package.json's) at this checkout's commit:
-the image as an OCI archive, the Helm chart, the CLI as an npm package, and
+the image as an OCI archive, the Helm chart, the CLI as an npm package, the
+kustomize install (deploy/), and
 SHA256SUMS over them.
 
   --out DIR         where to write them (default release/VERSION/)
-  --only PARTS      build only these of image, chart, cli (comma-separated;
+  --only PARTS      build only these of image, chart, cli, deploy (comma-separated;
                     default all). cli needs neither root nor buildah.
   --platforms LIST  the image's platforms (default linux/amd64,linux/arm64;
                     arm64 needs no emulator to build, and is tried under
@@ -69,7 +71,7 @@ while [[ $# -gt 0 ]]; do
 done
 IFS=, read -r -a wanted <<<"$parts"
 for part in "${wanted[@]}"; do
-	[[ ",$all_parts," == *",$part,"* ]] || usage_error "--only: \"$part\" is not one of image, chart, cli"
+	[[ ",$all_parts," == *",$part,"* ]] || usage_error "--only: \"$part\" is not one of image, chart, cli, deploy"
 done
 want() { [[ ",$parts," == *",$1,"* ]]; }
 IFS=, read -r -a platform_list <<<"$platforms"
@@ -103,7 +105,7 @@ start=$(date +%s)
 echo "release.sh: leaderhook $version at $revision (created $meta_created) into $out" >&2
 
 if want image; then
-	need_container_tools || die "the image needs buildah, as root (or leave it out: --only chart,cli)"
+	need_container_tools || die "the image needs buildah, as root (or leave it out: --only chart,cli,deploy)"
 	logs="${LEADERHOOK_CACHE:-$HOME/.cache/leaderhook}/image"
 	mkdir -p "$logs"
 	image_file="leaderhook-$version.oci.tar"
@@ -156,6 +158,14 @@ if want chart; then
 	grep -qx "appVersion: \"\?$version\"\?" <<<"$shown" ||
 		die "charts/leaderhook/Chart.yaml's appVersion is not package.json's $version"
 	rm -rf "$helm_home"
+fi
+
+if want deploy; then
+	# The kustomize install a user applies from the release folder, no checkout
+	# needed; its `images:` must name this release's tag.
+	grep -qx "  newTag: \"\?$version\"\?" "$repo/deploy/kustomization.yaml" ||
+		die "deploy/kustomization.yaml's images: newTag is not package.json's $version"
+	cp -r "$repo/deploy" "$stage/deploy"
 fi
 
 if want cli; then
