@@ -93,6 +93,11 @@ if [[ "${LEADERHOOK_SKIP_CLUSTER:-}" != 1 ]]; then
 	if [[ -n "${LEADERHOOK_KUBECONFIG:-}" || $cluster_started == 1 ]]; then
 		step "test images"
 		bash test/images/build-test-images.sh && bash test/operators/build.sh && bash scripts/build-local-image.sh || status=1
+		# The release a user takes (test/e2e/readme-install.test.ts installs
+		# from it), and its CLI installed once here, where the npm registry is
+		# reachable: that fills npm's cache for the README's offline install.
+		bash scripts/release.sh --force || status=1
+		"$node" -e "import('./test/support/cli-package.ts').then((m) => m.installedCli())" || status=1
 		bash test/tools/go-tool.sh helm >/dev/null || status=1 # for test/e2e/helm.test.ts
 		step_done
 		step "integration and end-to-end tests (real cluster)"

@@ -1,34 +1,39 @@
 /**
- * The README's install, Helm and uninstall command blocks, run as written —
- * extracted from README.md itself (each follows a comment
+ * The README's mirror, install, verify, uninstall and Helm command blocks,
+ * run as written — extracted from README.md itself (each follows a comment
  * `<!-- README NAME block, run as written by test/e2e/readme-install.test.ts -->`),
  * so a README change that breaks an install fails here.
  *
- * Set up as a user's cluster would be: cert-manager running (the local
- * cluster's, test/cluster/up.sh), an operator in
- * namespace my-operator (test/operators' lfl-operator, its scaffold RBAC),
- * and the image under the names the README uses (`leaderhook:0.1.0` of
- * deploy/, `registry.example.com/leaderhook:0.1.0` of the Helm example):
- * the test image tagged so in the node's containerd, where
- * `imagePullPolicy: IfNotPresent` finds it. `kubectl`, `helm` and
- * `leaderhook` (a checkout's `node src/cli.ts`) are on the PATH.
+ * A user's path: the release folder `npm run release` wrote (test/run-all.sh
+ * builds it before the cluster tests; LEADERHOOK_RELEASE_DIR names another),
+ * copied so that the install block can write its kustomization.yaml beside
+ * deploy/; `REGISTRY` a fresh repository in the local cluster's registry
+ * (test/cluster/up.sh), so that the node has never seen the image and every
+ * pod of the install pulls it; the CLI installed by the mirror block's
+ * `npm install -g` into an empty prefix (offline: test/run-all.sh installed
+ * the same package outside the namespace, which filled npm's cache);
+ * cert-manager running (the local cluster's); an operator in namespace
+ * my-operator (test/operators' lfl-operator, its scaffold RBAC). The
+ * registry's CA is trusted through SSL_CERT_FILE, as skopeo and helm read it.
  *
  *   test/cluster/in-netns.sh node_modules/.bin/node --test test/e2e/readme-install.test.ts
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { version } from '../../src/version.ts';
 import { applyOperatorRbac, operatorManifest } from '../support/failover.ts';
-import { admissionRegistration, apiStatus, apps, broughtOwnCluster, core, kubeconfigPath, rbac, waitFor } from '../support/kube.ts';
-import { deleteNamespaceAndWait, leaderhookImage, requireCertManager } from '../support/leaderhook.ts';
+import { admissionRegistration, apiStatus, apps, core, kubeconfigPath, rbac, waitFor } from '../support/kube.ts';
+import { deleteNamespaceAndWait, requireCertManager } from '../support/leaderhook.ts';
+import { podEvents, pullOutcomes, registryCa, registryHost, registryMissing } from '../support/registry.ts';
 import { goTool, repo } from '../support/tools.ts';
 
 const OPERATOR_NAMESPACE = 'my-operator';
-/** The names the README's blocks use for the image (deploy/kustomization.yaml and the Helm example). */
-const README_IMAGES = ['docker.io/library/leaderhook:0.1.0', 'registry.example.com/leaderhook:0.1.0'];
+const releaseDir = process.env.LEADERHOOK_RELEASE_DIR ?? join(repo, 'release', version);
 
 /** The README's marked command blocks by name. */
 export function readmeBlocks(markdown: string): Map<string, string> {
@@ -46,33 +51,71 @@ function block(name: string): string {
   return found;
 }
 
-let binDir = '';
+/** The user's shell: the copied release folder, REGISTRY, the CLI's prefix and helm on the PATH. */
+const user = { cwd: '', registry: '', prefix: '', home: '' };
 
 /** Runs `script` with bash as a user's shell would (stopping at the first failing command); returns its output. */
 function runAsUser(name: string, script: string, env: Record<string, string> = {}): string {
   const run = spawnSync('bash', ['-euo', 'pipefail', '-c', script], {
-    cwd: repo,
+    cwd: user.cwd,
     encoding: 'utf8',
     timeout: 600_000,
-    env: { ...process.env, ...env, KUBECONFIG: kubeconfigPath, PATH: `${binDir}:${process.env.PATH}` },
+    env: {
+      ...process.env,
+      ...env,
+      KUBECONFIG: kubeconfigPath,
+      REGISTRY: user.registry,
+      SSL_CERT_FILE: registryCa ?? '',
+      // helm's registry logins and caches, and npm's global prefix, in the test's own home.
+      HOME: user.home,
+      npm_config_prefix: user.prefix,
+      npm_config_prefer_offline: 'true',
+      npm_config_cache: join(process.env.HOME ?? '/root', '.npm'),
+      // The pinned Node runs the installed CLI (it needs 22.10 or later) and npm.
+      PATH: [join(user.prefix, 'bin'), join(user.home, 'bin'), dirname(process.execPath), process.env.PATH].join(':'),
+    },
   });
   const output = `${run.stdout}${run.stderr}`;
   assert.equal(run.status, 0, `the README's ${name} block failed (exit ${run.status ?? run.signal}):\n${output}`);
   return output;
 }
 
-function tagImage(target: string): void {
-  const ctr = ['-n', 'k8s.io', '--address', process.env.CONTAINERD_ADDRESS ?? ''];
-  execFileSync('ctr', [...ctr, 'images', 'tag', '--force', leaderhookImage, target], { stdio: 'pipe' });
+/**
+ * Asserts the kubelet started the container at `fieldPath` of every pod from
+ * `image` and pulled it for at least one of them, rather than finding it on
+ * the node. A fresh repository of the registry is on no node yet, so the
+ * first pod to start must pull it; the others may find it present.
+ */
+async function assertPulled(namespace: string, pods: string[], fieldPath: string, image: string): Promise<void> {
+  assert.ok(pods.length > 0, `pods in ${namespace} to look at`);
+  const outcomes: string[] = [];
+  for (const pod of pods) {
+    const found = await waitFor(
+      `the kubelet's Pulled event of ${image} for ${namespace}/${pod} ${fieldPath}`,
+      async () => {
+        const seen = pullOutcomes(await podEvents(namespace, pod), fieldPath, image);
+        return seen.length > 0 && seen;
+      },
+      30_000,
+    );
+    outcomes.push(...found);
+  }
+  assert.ok(outcomes.includes('pulled'), `${namespace}: no pod pulled ${image} from the registry (${outcomes.join(', ')})`);
 }
 
-describe("the README's install blocks, run as written", { skip: broughtOwnCluster ? 'tags images in the local cluster' : false }, () => {
+describe("the README's install blocks, run as written", { skip: registryMissing() }, () => {
   before(async () => {
-    binDir = mkdtempSync(join(tmpdir(), 'leaderhook-readme-bin-'));
-    writeFileSync(join(binDir, 'leaderhook'), `#!/bin/sh\nexec "${process.execPath}" "${join(repo, 'src/cli.ts')}" "$@"\n`);
-    chmodSync(join(binDir, 'leaderhook'), 0o755);
-    symlinkSync(goTool('helm'), join(binDir, 'helm'));
-    for (const image of README_IMAGES) tagImage(image);
+    assert.ok(
+      existsSync(join(releaseDir, 'SHA256SUMS')),
+      `no release in ${releaseDir}: run npm run release (test/run-all.sh does), or set LEADERHOOK_RELEASE_DIR`,
+    );
+    user.home = mkdtempSync(join(tmpdir(), 'leaderhook-readme-home-'));
+    user.cwd = join(user.home, `leaderhook-${version}`);
+    cpSync(releaseDir, user.cwd, { recursive: true });
+    user.prefix = join(user.home, 'prefix');
+    user.registry = `${registryHost}/readme-${randomBytes(3).toString('hex')}`;
+    spawnSync('mkdir', ['-p', join(user.home, 'bin')]);
+    symlinkSync(goTool('helm'), join(user.home, 'bin', 'helm'));
 
     await admissionRegistration.deleteMutatingWebhookConfiguration({ name: 'leaderhook' }).catch(() => {});
     await deleteNamespaceAndWait('leaderhook-system');
@@ -94,10 +137,17 @@ describe("the README's install blocks, run as written", { skip: broughtOwnCluste
     await admissionRegistration.deleteMutatingWebhookConfiguration({ name: 'leaderhook' }).catch(() => {});
     await deleteNamespaceAndWait(OPERATOR_NAMESPACE);
     await deleteNamespaceAndWait('leaderhook-system');
-    if (binDir) rmSync(binDir, { recursive: true, force: true });
+    if (user.home) rmSync(user.home, { recursive: true, force: true });
   });
 
-  test('install: deploy/ through cert-manager, the hook bound to the real ServiceAccount, pods injected, leaderhook check all ✓', async (t) => {
+  test('mirror: the release verified, the image and the chart pushed to the registry, the CLI on the PATH', () => {
+    runAsUser('mirror', block('mirror'));
+    const printed = runAsUser('leaderhook version', 'leaderhook version && kubectl-leaderhook version');
+    assert.match(printed, new RegExp(`^leaderhook ${version.replaceAll('.', '\\.')} \\(commit [0-9a-f]{7,}`, 'm'));
+    assert.ok(existsSync(join(user.prefix, 'bin', 'kubectl-leaderhook')), 'kubectl-leaderhook is installed');
+  });
+
+  test('install: deploy/ of the release with the registry image, through cert-manager, the hook bound to the real ServiceAccount, pods injected, leaderhook check all ✓', async (t) => {
     runAsUser('install', block('install'));
     // As the README says: a pod of the rollout may still be shutting down; the check is run again then.
     const output = await waitFor(
@@ -118,8 +168,13 @@ describe("the README's install blocks, run as written", { skip: broughtOwnCluste
     assert.ok(pods.length >= 2, 'the operator runs');
     for (const pod of pods) {
       assert.ok(pod.metadata?.annotations?.['leaderhook.io/injected'], `${pod.metadata?.name} was injected after the rollout restart`);
-      assert.equal(pod.spec?.initContainers?.at(-1)?.image, 'leaderhook:0.1.0', 'the hook runs the image deploy/ names');
+      assert.equal(pod.spec?.initContainers?.at(-1)?.image, `${user.registry}/leaderhook:${version}`, "the hook runs the registry's image");
     }
+    const image = `${user.registry}/leaderhook:${version}`;
+    const webhookPods = (await core.listNamespacedPod({ namespace: 'leaderhook-system' })).items.map((p) => p.metadata!.name!);
+    await assertPulled('leaderhook-system', webhookPods, 'spec.containers{webhook}', image);
+    const operatorPods = pods.map((p) => p.metadata!.name!);
+    await assertPulled(OPERATOR_NAMESPACE, operatorPods, 'spec.initContainers{leaderhook-release}', image);
   });
 
   test('uninstall: the registration, the webhook and the hook RBAC gone, the namespace no longer opted in', async () => {
@@ -146,7 +201,7 @@ describe("the README's install blocks, run as written", { skip: broughtOwnCluste
     assert.ok((await core.listNamespacedPod({ namespace: OPERATOR_NAMESPACE })).items.length > 0, 'the operator keeps running');
   });
 
-  test('Helm: install, upgrade and uninstall as the README shows them', async () => {
+  test('Helm: install from the registry (oci://), upgrade and uninstall as the README shows them', async () => {
     await deleteNamespaceAndWait('leaderhook-system');
     runAsUser('helm', block('helm'));
     await assert.rejects(admissionRegistration.readMutatingWebhookConfiguration({ name: 'leaderhook' }), (error) => apiStatus(error) === 404);
