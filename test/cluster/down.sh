@@ -2,7 +2,8 @@
 # Stops the local cluster that up.sh started and leaves nothing of it
 # running: exactly the recorded processes, the containers of its containerd,
 # their mounts and cgroups, and the network namespace. Cluster state (etcd
-# data, certificates, images) stays for a fast next up.sh unless --purge.
+# data, certificates, images, the registry's blobs) stays for a fast next
+# up.sh unless --purge.
 #
 #   test/cluster/down.sh [--purge]      (npm run cluster:down)
 set -euo pipefail
@@ -62,7 +63,7 @@ if pid_alive containerd; then
 fi
 
 phase "stop containerd and control plane"
-stop containerd kube-apiserver
+stop containerd kube-apiserver registry
 # etcd last: an API server whose etcd is gone spends a minute draining requests.
 stop etcd
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs a command inside the local cluster's network namespace, the only place
 # from which the cluster can be reached, with the cluster's env file
-# (KUBECONFIG, LEADERHOOK_NETNS, NODE_IP, NODE_NAME, CONTAINERD_ADDRESS)
-# exported. The command keeps the caller's mounts, files and user.
+# (KUBECONFIG, LEADERHOOK_NETNS, NODE_IP, NODE_NAME, CONTAINERD_ADDRESS,
+# LEADERHOOK_REGISTRY, LEADERHOOK_REGISTRY_CA) exported. The command keeps
+# the caller's mounts, files and user.
 #
 #   test/cluster/in-netns.sh CMD [ARGS...]
 set -euo pipefail

@@ -19,6 +19,16 @@ CLUSTER_CIDR=10.244.0.0/16
 POD_CIDR=10.244.0.0/24
 CONTAINERD_ADDRESS="$STATE/containerd/containerd.sock"
 PAUSE_IMAGE=leaderhook.local/pause:3.10
+# The cluster's image registry (Debian's docker-registry, the CNCF
+# distribution registry), with TLS from the cluster CA. Its address is one
+# every node's containerd reaches: the node's own while there is one node; a
+# second node would need it on an address of the shared subnet instead.
+REGISTRY_IP="$NODE_IP"
+REGISTRY_PORT=5000
+REGISTRY="$REGISTRY_IP:$REGISTRY_PORT"
+# Also in the certificate, for a resolver that knows it; nothing here does,
+# so images are named by the address.
+REGISTRY_DNS_NAME=registry.leaderhook.test
 
 # in_netns CMD...: run CMD in the cluster's network namespace and nothing
 # else. `ip netns exec` would also give CMD a private mount namespace and a

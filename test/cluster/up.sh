@@ -2,15 +2,18 @@
 # Brings up a single-node Kubernetes cluster built from the official Go
 # modules, as local processes inside a network namespace joined to nothing:
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy
-# and a kubelet on containerd + runc, and cert-manager's controller and
+# and a kubelet on containerd + runc, cert-manager's controller and
 # cainjector (test/cert-manager), which a user's cluster has before leaderhook
-# is installed. Idempotent: what already runs is kept.
+# is installed, and an image registry the node pulls from (Debian's
+# docker-registry, TLS from the cluster CA). Idempotent: what already runs is
+# kept.
 #
 #   test/cluster/up.sh            (npm run cluster:up)
 #
 # Afterwards $STATE/env holds KUBECONFIG, LEADERHOOK_NETNS, NODE_IP,
-# NODE_NAME and CONTAINERD_ADDRESS; test/cluster/in-netns.sh runs a command
-# inside the namespace with it. test/cluster/down.sh stops everything.
+# NODE_NAME, CONTAINERD_ADDRESS, LEADERHOOK_REGISTRY and LEADERHOOK_REGISTRY_CA;
+# test/cluster/in-netns.sh runs a command inside the namespace with it.
+# test/cluster/down.sh stops everything.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -23,7 +26,8 @@ source "$here/lib.sh"
 phase "packages"
 need=()
 for pair in containerd:containerd runc:runc iptables:iptables ip:iproute2 openssl:openssl \
-	conntrack:conntrack nsenter:util-linux curl:curl ctr:containerd mount:mount pgrep:procps; do
+	conntrack:conntrack nsenter:util-linux curl:curl ctr:containerd mount:mount pgrep:procps \
+	docker-registry:docker-registry skopeo:skopeo; do
 	command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
 [[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local && -x /usr/lib/cni/loopback ]] ||
@@ -33,6 +37,25 @@ if [[ ${#need[@]} -gt 0 ]]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq >&2
 	apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+	if [[ " ${need[*]} " == *" docker-registry "* ]]; then
+		# The package comes with a machine-wide service (an init script and a
+		# systemd unit: /etc/docker/registry's registry on :5000 of the
+		# machine's own network). The cluster runs its own registry inside the
+		# namespace; the package's must not run, now or after a reboot. Its
+		# postinst starts it through invoke-rc.d unless /usr/sbin/policy-rc.d
+		# denies that (container images usually ship one that does), and
+		# through systemd only where systemd runs.
+		systemctl disable docker-registry.service >/dev/null 2>&1 ||
+			update-rc.d docker-registry disable >/dev/null 2>&1 || true
+		if [[ -d /run/systemd/system ]]; then
+			systemctl stop docker-registry.service >&2 || true
+		fi
+		# The init script's start records its PID there; its stop ends exactly that process.
+		if [[ -s /var/run/docker-registry.pid ]]; then
+			echo "stopping the docker-registry service the package started (pid $(cat /var/run/docker-registry.pid))" >&2
+			/etc/init.d/docker-registry stop >&2 || true
+		fi
+	fi
 fi
 command -v go >/dev/null || die "go is needed to build the cluster binary and images"
 
@@ -59,7 +82,7 @@ phase "cert-manager binary and CRDs"
 cert_manager="$("$repo/test/cert-manager/build.sh")"
 cert_manager_crds="$("$repo/test/cert-manager/build.sh" --crds)"
 
-mkdir -p "$STATE"/{pids,logs,pki,etcd,cni/net.d,cni/ipam,containerd,kubelet,pod-logs,config}
+mkdir -p "$STATE"/{pids,logs,pki,etcd,cni/net.d,cni/ipam,containerd,kubelet,pod-logs,config,registry}
 pki="$STATE/pki"
 cfg="$STATE/config"
 
@@ -130,6 +153,7 @@ cert kube-proxy system:kube-proxy "" clientAuth
 cert kubelet "system:node:$NODE_NAME" system:nodes clientAuth
 cert kubelet-serving "$NODE_NAME" "" serverAuth "IP:$NODE_IP,DNS:$NODE_NAME"
 cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters clientAuth
+cert registry leaderhook-registry "" serverAuth "IP:$REGISTRY_IP,DNS:$REGISTRY_DNS_NAME"
 if [[ ! -f "$pki/sa.key" ]]; then
 	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$pki/sa.key" 2>/dev/null
 	openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub"
@@ -173,6 +197,8 @@ LEADERHOOK_NETNS=$NETNS
 NODE_IP=$NODE_IP
 NODE_NAME=$NODE_NAME
 CONTAINERD_ADDRESS=$CONTAINERD_ADDRESS
+LEADERHOOK_REGISTRY=$REGISTRY
+LEADERHOOK_REGISTRY_CA=$pki/ca.crt
 EOF
 
 # --- process management
@@ -279,6 +305,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   # pause container (oom_score_adj -998) fails in runc's nsexec. Scores below
   # containerd's own are raised to it instead.
   restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    # One directory per registry host, each with a hosts.toml (the
+    # cluster's registry: trust the cluster CA). Read at every pull, so a
+    # change there needs no restart.
+    config_path = "$STATE/containerd/certs.d"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$STATE/cni/net.d"
@@ -289,6 +320,21 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+EOF
+# containerd looks for "host:port" as the directory's name. Only the
+# address: a DNS name would need a resolver on the node. containerd 1.6
+# refuses a hosts.toml without a [host] table ("invalid `host` tree") and
+# then pulls without the CA; it tries each [host] first and `server` last,
+# so both trust the CA: a tag the registry lacks is "not found" from both,
+# not an x509 error from the fallback.
+mkdir -p "$STATE/containerd/certs.d/$REGISTRY"
+write_if_changed "$STATE/containerd/certs.d/$REGISTRY/hosts.toml" <<EOF
+server = "https://$REGISTRY"
+ca = "$pki/ca.crt"
+
+[host."https://$REGISTRY"]
+  capabilities = ["pull", "resolve"]
+  ca = "$pki/ca.crt"
 EOF
 start containerd "$(command -v containerd)" --config "$STATE/containerd/config.toml"
 wait_for containerd "containerd's socket" 30 ctr --address "$CONTAINERD_ADDRESS" version
@@ -304,6 +350,40 @@ while read -r image archive; do
 		touch "$STATE/containerd/imported-$(basename "$archive")"
 	fi
 done < <("$repo/test/images/build-test-images.sh")
+
+# --- the image registry, where the node pulls what a user's cluster would
+# pull from theirs (released images, charts). Its blobs stay in
+# $STATE/registry across down.sh; only --purge removes them.
+phase "registry"
+write_if_changed "$cfg/registry.yml" <<EOF
+version: 0.1
+log:
+  level: info
+  fields:
+    service: registry
+storage:
+  filesystem:
+    rootdirectory: $STATE/registry
+  delete:
+    enabled: true
+  cache:
+    blobdescriptor: inmemory
+http:
+  addr: $REGISTRY
+  tls:
+    certificate: $pki/registry.crt
+    key: $pki/registry.key
+  headers:
+    X-Content-Type-Options: [nosniff]
+health:
+  storagedriver:
+    enabled: true
+    interval: 10s
+    threshold: 3
+EOF
+start registry "$(command -v docker-registry)" serve "$cfg/registry.yml"
+# /v2/ answers 200 once it serves, over TLS the cluster CA vouches for.
+wait_for registry "the registry's /v2/" 30 in_netns curl -sf --cacert "$pki/ca.crt" "https://$REGISTRY/v2/"
 
 # --- control plane
 phase "etcd"
