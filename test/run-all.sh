@@ -97,6 +97,8 @@ if [[ "${LEADERHOOK_SKIP_CLUSTER:-}" != 1 ]]; then
 		# from it), and its CLI installed once here, where the npm registry is
 		# reachable: that fills npm's cache for the README's offline install.
 		bash scripts/release.sh --force || status=1
+		# The next patch release of the same sources, for the upgrade test.
+		bash test/release/build-next-release.sh >/dev/null || status=1
 		"$node" -e "import('./test/support/cli-package.ts').then((m) => m.installedCli())" || status=1
 		bash test/tools/go-tool.sh helm >/dev/null || status=1 # for test/e2e/helm.test.ts
 		step_done
