@@ -23,7 +23,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { HOOK_CONTAINER_NAME } from '../../src/injector/index.ts';
 import { runCli } from '../support/cli.ts';
 import { createOperator } from '../support/failover.ts';
-import { admissionRegistration, apps, broughtOwnCluster, core, createTestNamespace, kubeconfigPath, type TestNamespace, waitFor } from '../support/kube.ts';
+import { admissionRegistration, apps, core, createTestNamespace, kubeconfigPath, type TestNamespace, waitFor } from '../support/kube.ts';
 import { createOperatorNamespace, deleteNamespaceAndWait, INJECTION_LABEL, installLeaderhook, kubectl, leaderhookImage } from '../support/leaderhook.ts';
 import {
   makeReleaseDir,
@@ -36,7 +36,7 @@ import {
   registryHost,
   registryMissing,
   registryPid,
-  removeFromNode,
+  removeRepositoryFromNode,
   retag,
   startRegistry,
   stopRegistry,
@@ -121,7 +121,7 @@ describe('leaderhook pulled from the cluster registry', { skip: registryMissing(
 
   after(async () => {
     // A test that failed half way may have left the registry stopped; the next ones need it.
-    if (!broughtOwnCluster && registryPid() === undefined) startRegistry();
+    if (registryPid() === undefined) startRegistry();
     for (const ns of namespaces) await ns.cleanup();
     await probe?.cleanup();
     try {
@@ -133,6 +133,9 @@ describe('leaderhook pulled from the cluster registry', { skip: registryMissing(
     await admissionRegistration.deleteMutatingWebhookConfiguration({ name: 'leaderhook' }).catch(() => {});
     await deleteNamespaceAndWait(SYSTEM);
     if (release) rmSync(release.dir, { recursive: true, force: true });
+    // Only this test pulls from the registry's leaderhook repository. The registry keeps the tags;
+    // their layers are the same blobs every run.
+    removeRepositoryFromNode(`${registryHost}/leaderhook`);
   });
 
   test('scripts/publish.sh publishes the image and the chart of a release folder, and refuses to publish a version twice', async (t) => {
@@ -163,9 +166,14 @@ describe('leaderhook pulled from the cluster registry', { skip: registryMissing(
   });
 
   test('an injected hook pulls the image on a node that lacks it, and check passes', async (t) => {
-    // On one node the webhook's pull left the image there; a node that runs only operators would not have it.
-    removeFromNode(image);
-    assert.ok(!nodeImages().includes(image));
+    // On one node the webhook's pull left the image there (by tag and by digest); a node that runs only
+    // operators would not have it.
+    const repository = `${registryHost}/leaderhook`;
+    removeRepositoryFromNode(repository);
+    assert.deepEqual(
+      nodeImages().filter((name) => name.startsWith(`${repository}:`) || name.startsWith(`${repository}@`)),
+      [],
+    );
     const ns = await operatorNamespace('registry-pull');
     namespaces.push(ns);
     const pods = await waitFor(

@@ -3,8 +3,8 @@
  * network namespace, TLS from the cluster CA, its address and CA in
  * $STATE/env) and what the registry tests do with it: make a release folder
  * as `npm run release` lays it out, publish it with scripts/publish.sh, take
- * an image off the node, read a pod's pull events, and stop the registry and
- * start it again.
+ * a repository's images off the node, read a pod's pull events, and stop the
+ * registry and start it again.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -15,17 +15,17 @@ import type { CoreV1Event } from '@kubernetes/client-node';
 import { broughtOwnCluster, clusterStateDir, core, waitFor } from './kube.ts';
 import { goTool, repo } from './tools.ts';
 
-/** host:port of the registry the node pulls from; undefined when there is none (a cluster of your own without LEADERHOOK_REGISTRY). */
+/** host:port of the local cluster's registry (test/cluster/up.sh writes it to $STATE/env). */
 export const registryHost = process.env.LEADERHOOK_REGISTRY;
 /** The CA (PEM) that signed the registry's certificate. */
 export const registryCa = process.env.LEADERHOOK_REGISTRY_CA;
 
 /** Why the registry tests cannot run here, or false when they can. */
 export function registryMissing(): string | false {
+  // They take images off the node's containerd and stop the registry by its PID: things only the local cluster lets a test do.
+  if (broughtOwnCluster) return "the registry tests need the local cluster's containerd and registry processes";
   if (!registryHost || !registryCa) {
-    return broughtOwnCluster
-      ? 'set LEADERHOOK_REGISTRY (host:port) and LEADERHOOK_REGISTRY_CA to a registry your cluster pulls from'
-      : 'no LEADERHOOK_REGISTRY in the cluster env: run test/cluster/up.sh (which starts the registry) and the tests through test/cluster/in-netns.sh';
+    return 'no LEADERHOOK_REGISTRY in the cluster env: run test/cluster/up.sh (which starts the registry) and the tests through test/cluster/in-netns.sh';
   }
   return false;
 }
@@ -62,12 +62,13 @@ export function nodeImages(): string[] {
 }
 
 /**
- * Takes `image` off the node, as a node that never pulled it: the kubelet
- * pulls it again for a container whose policy allows that. Running
- * containers keep their filesystems.
+ * Takes every name of `repository` (`host/path`, tags and digests) off the
+ * node: the kubelet's image garbage collection is off in the local cluster,
+ * so what a test pulled would stay for good.
  */
-export function removeFromNode(image: string): void {
-  if (nodeImages().includes(image)) ctr(['images', 'rm', image]);
+export function removeRepositoryFromNode(repository: string): void {
+  const names = nodeImages().filter((name) => name.startsWith(`${repository}:`) || name.startsWith(`${repository}@`));
+  if (names.length > 0) ctr(['images', 'rm', ...names]);
 }
 
 export interface ReleaseDir {
@@ -170,7 +171,6 @@ export function registryPid(): number | undefined {
 
 /** Stops the local cluster's registry: SIGTERM to the PID up.sh recorded, then waits until it has exited. */
 export async function stopRegistry(): Promise<void> {
-  if (broughtOwnCluster) throw new Error('stopRegistry: only the local cluster registry is ours to stop');
   const pid = registryPid();
   if (pid === undefined) throw new Error(`stopRegistry: no running registry recorded in ${pidDir}/registry.pid`);
   process.kill(pid, 'SIGTERM');
@@ -183,7 +183,6 @@ export async function stopRegistry(): Promise<void> {
  * and configuration, then waits for its /v2/.
  */
 export function startRegistry(): void {
-  if (broughtOwnCluster) throw new Error('startRegistry: only the local cluster registry is ours to start');
   execFileSync('bash', [path.join(repo, 'test/cluster/up.sh')], {
     cwd: repo,
     env: { ...process.env, LEADERHOOK_CLUSTER_DIR: clusterStateDir },
