@@ -8,7 +8,7 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { CoreV1Event } from '@kubernetes/client-node';
@@ -43,8 +43,10 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.e
 let certDir: string | undefined;
 function skopeoCertDir(): string {
   if (certDir === undefined) {
-    certDir = mkdtempSync(path.join(tmpdir(), 'leaderhook-registry-certs-'));
-    writeFileSync(path.join(certDir, 'ca.crt'), readFileSync(registryCa!));
+    const dir = mkdtempSync(path.join(tmpdir(), 'leaderhook-registry-certs-'));
+    process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(path.join(dir, 'ca.crt'), readFileSync(registryCa!));
+    certDir = dir;
   }
   return certDir;
 }
