@@ -10,7 +10,19 @@ import type { Pod, Wire } from '../kube/types.ts';
 import { apiPaths, type CheckApi, listAll, messageOf, remedyForError, statusOf } from './api.ts';
 import { describePermission, hookPermissions, subjectAccessReview } from './hook-permissions.ts';
 import { type CheckResult, failed, listSome, passed } from './report.ts';
-import { hookContainerOf, hookPullFailures, nodeListsImage, operatorNodes, serviceAccountsOf, uninjectedPods } from './workload-pods.ts';
+import {
+  hookContainerOf,
+  hookPullFailures,
+  nodeListsImage,
+  operatorNodes,
+  type PullCause,
+  type PullFailure,
+  pullErrorText,
+  pullFailureCause,
+  registryOf,
+  serviceAccountsOf,
+  uninjectedPods,
+} from './workload-pods.ts';
 
 /** What the probe pod is called; a dry run stores nothing, so the name is only for the API server's log. */
 const PROBE_GENERATE_NAME = 'leaderhook-check-';
@@ -111,6 +123,58 @@ export function checkInjectedPods(namespace: string, pods: readonly Pod[]): Chec
   );
 }
 
+/** What each cause of a failed hook pull means, in the words of the check's line. */
+const PULL_DIAGNOSES: Record<PullCause, (registry: string) => string> = {
+  never: () => 'imagePullPolicy Never, and the node lacks the image',
+  invalid: () => 'not a valid image name',
+  unreachable: (registry) => `${registry} does not answer from the node`,
+  untrusted: (registry) => `the node does not trust the certificate of ${registry}`,
+  unauthorized: (registry) => `${registry} refuses the node's pull`,
+  missing: (registry) => `${registry} has no such tag`,
+  unknown: () => 'the pull failed',
+};
+
+/** What to do about each cause, for the images and registries of its failures. */
+function pullRemedy(cause: PullCause, images: string[], registries: string[]): string {
+  const image = listSome(images, 2);
+  const registry = listSome(registries, 2);
+  switch (cause) {
+    case 'never':
+      return 'load the image onto those nodes, or set LEADERHOOK_HOOK_IMAGE_PULL_POLICY=IfNotPresent on the webhook';
+    case 'invalid':
+      return 'set a valid image with images: of your overlay of deploy/ (Helm: image.repository and image.tag)';
+    case 'unreachable':
+      return `make ${registry} reachable from those nodes (is it running? DNS, firewall, proxy); the kubelet retries within 5 minutes, deleting the pods retries now`;
+    case 'untrusted':
+      return `make the nodes' container runtime trust the CA of ${registry} (containerd: ca = in certs.d/<host>/hosts.toml)`;
+    case 'unauthorized':
+      return `give the operator pods an imagePullSecret for ${registry}: the hook is pulled with the pod's own secrets`;
+    case 'missing':
+      return `push ${image} to ${registry} (a release: scripts/publish.sh RELEASE_DIR ${registry}), or set a tag it has with images: of your overlay of deploy/ (Helm: image.tag)`;
+    case 'unknown':
+      return "make the image pullable from those nodes (registry access, the pods' imagePullSecrets), or set one they can pull with images: of your overlay of deploy/";
+  }
+}
+
+/** The ✗ line for hooks waiting on their image: which pods, why, and a remedy for each cause found. */
+function hookPullFailed(title: string, failures: readonly PullFailure[]): CheckResult {
+  const causes = failures.map((f) => pullFailureCause(f.reason, f.message));
+  const where = failures.map((f, i) => {
+    const text = pullErrorText(f.message);
+    return `pod ${f.pod} on node ${f.node}: ${f.reason}, ${PULL_DIAGNOSES[causes[i]!](registryOf(f.image))}${text ? ` (${text})` : ''}`;
+  });
+  const images = [...new Set(failures.map((f) => f.image))];
+  const remedies = [...new Set(causes)].map((cause) => {
+    const matching = failures.filter((_, i) => causes[i] === cause);
+    return pullRemedy(cause, [...new Set(matching.map((f) => f.image))], [...new Set(matching.map((f) => registryOf(f.image)))]);
+  });
+  return failed(
+    title,
+    `${failures.length} hook${failures.length === 1 ? '' : 's'} cannot get ${listSome(images, 2)}: ${listSome(where, 3)}`,
+    remedies.join('; and '),
+  );
+}
+
 /** The images a node reports, or undefined when the node cannot be read (no permission, gone). */
 async function imagesOfNode(api: CheckApi, name: string): Promise<{ names?: string[] }[] | undefined> {
   try {
@@ -138,14 +202,7 @@ export async function checkHookImagePull(
   // No injected pod and no injected dry run: the dry-run line has said why; there is no image to look for.
   if (!hook) return undefined;
   const failures = hookPullFailures(pods);
-  if (failures.length > 0) {
-    const where = failures.map((f) => `pod ${f.pod} on node ${f.node}: ${f.reason}${f.message ? ` (${f.message})` : ''}`);
-    return failed(
-      title,
-      `${failures.length} hook${failures.length === 1 ? '' : 's'} cannot get ${hook.image}: ${listSome(where, 3)}`,
-      "make the image pullable from those nodes (registry access, the pods' imagePullSecrets), or set one they can pull in images: of deploy/kustomization.yaml",
-    );
-  }
+  if (failures.length > 0) return hookPullFailed(title, failures);
   const nodes = operatorNodes(pods);
   if (nodes.length === 0) return passed(title, `${hook.image}: no pod of this namespace runs on a node yet`);
   let images: ({ names?: string[] }[] | undefined)[];

@@ -56,6 +56,8 @@ export function hookContainerOf(pod: Pod): { image: string; imagePullPolicy: str
 export interface PullFailure {
   pod: string;
   node: string;
+  /** The image this pod's hook waits on; after a change of the hook image, not necessarily the one injected now. */
+  image: string;
   reason: string;
   message: string;
 }
@@ -66,8 +68,75 @@ export function hookPullFailures(pods: readonly Pod[]): PullFailure[] {
     const status = pod.status?.initContainerStatuses?.find((s) => s.name === HOOK_CONTAINER_NAME);
     const waiting = status?.state?.waiting;
     if (!waiting?.reason || !IMAGE_PULL_FAILURES.has(waiting.reason)) return [];
-    return [{ pod: pod.metadata?.name ?? '?', node: pod.spec?.nodeName ?? '?', reason: waiting.reason, message: waiting.message ?? '' }];
+    const image = hookContainerOf(pod)?.image ?? status?.image ?? '?';
+    return [{ pod: pod.metadata?.name ?? '?', node: pod.spec?.nodeName ?? '?', image, reason: waiting.reason, message: waiting.message ?? '' }];
   });
+}
+
+/**
+ * Why a pull failed, as far as the kubelet's waiting message says: the
+ * reason alone (ErrImagePull, then ImagePullBackOff) is the same whatever
+ * went wrong, and each cause has another remedy.
+ */
+export type PullCause = 'never' | 'invalid' | 'unreachable' | 'untrusted' | 'unauthorized' | 'missing' | 'unknown';
+
+/**
+ * Read from the runtime's error that the kubelet copies into the message (of
+ * ImagePullBackOff too, after "Back-off pulling image": Kubernetes >= 1.30).
+ * The network and TLS causes are tried first: their messages name the
+ * manifest they failed to fetch, whose words ("not found" among them) must
+ * not count as the registry's answer.
+ */
+export function pullFailureCause(reason: string, message: string): PullCause {
+  if (reason === 'ErrImageNeverPull') return 'never';
+  if (reason === 'InvalidImageName') return 'invalid';
+  if (
+    /connection refused|no such host|i\/o timeout|no route to host|network is unreachable|connection reset|TLS handshake timeout|context deadline exceeded|server misbehaving/i.test(
+      message,
+    )
+  ) {
+    return 'unreachable';
+  }
+  if (/x509|certificate/i.test(message)) return 'untrusted';
+  if (/\b401\b|\b403\b|unauthorized|forbidden|access denied|authorization failed|authentication required/i.test(message)) return 'unauthorized';
+  if (/not found|manifest unknown|name unknown/i.test(message)) return 'missing';
+  return 'unknown';
+}
+
+/** The registry host an image is pulled from (`docker.io` for a name without one), as the runtime resolves it. */
+export function registryOf(image: string): string {
+  return qualifiedImageName(image).split('/')[0]!;
+}
+
+/**
+ * The kubelet's and the runtime's wrapping of a pull error, outermost
+ * first: each names the image or URL again, which the check's line already
+ * has; the cause a user acts on is what is left at the end.
+ */
+const PULL_ERROR_WRAPPERS = [
+  /^Back-off pulling image "[^"]*"(: |$)/,
+  /^ErrImagePull: /,
+  /^rpc error: code = \w+ desc = /,
+  /^failed to pull and unpack image "[^"]*": /,
+  /^failed to resolve reference "[^"]*": /,
+  /^failed to do request: /,
+  /^(Head|Get) "[^"]*": /,
+];
+
+/** What the runtime said went wrong, without its wrapping (`dial tcp 10.0.0.1:5000: connect: connection refused`). */
+export function pullErrorText(message: string): string {
+  let cause = message.trim();
+  for (let unwrapped = true; unwrapped; ) {
+    unwrapped = false;
+    for (const wrapper of PULL_ERROR_WRAPPERS) {
+      const next = cause.replace(wrapper, '');
+      if (next !== cause) {
+        cause = next;
+        unwrapped = true;
+      }
+    }
+  }
+  return cause.length > 200 ? `${cause.slice(0, 199)}…` : cause;
 }
 
 /**

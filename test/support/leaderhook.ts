@@ -3,7 +3,8 @@
  * would: the cluster's cert-manager (test/cluster/up.sh runs its controller
  * and cainjector, built from its Go module) issues the serving certificate
  * and fills the caBundle, and every object of deploy/ is applied as shipped. The one test-only change is
- * the image: the one scripts/build-local-image.sh imported, never pulled.
+ * the image: by default the one scripts/build-local-image.sh imported, never pulled; the registry
+ * tests name one in the cluster's registry, pulled as shipped (IfNotPresent).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -152,19 +153,26 @@ export function requireCertManager(): void {
   }
 }
 
+export interface InstallOptions {
+  /** Logs at debug level, for the tests' diagnostics; false for benchmarks, which measure the image as shipped. */
+  debugLog?: boolean;
+  /** The image set with `images:`; default the one scripts/build-local-image.sh imported. */
+  image?: string;
+  /** The webhook's imagePullPolicy; default Never, since an imported image has no registry to come from. */
+  pullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+}
+
 /**
  * Applies deploy/ and waits until the webhook injects pods; returns an
- * uninstall. The webhook
- * logs at debug level for the tests' diagnostics unless `debugLog` is false
- * (benchmarks measure the image as shipped).
+ * uninstall.
  */
-export async function installLeaderhook({ debugLog = true }: { debugLog?: boolean } = {}): Promise<() => Promise<void>> {
+export async function installLeaderhook({ debugLog = true, image = leaderhookImage, pullPolicy = 'Never' }: InstallOptions = {}): Promise<() => Promise<void>> {
   // A namespace left Terminating by an earlier run would refuse new objects.
   await admissionRegistration.deleteMutatingWebhookConfiguration({ name: 'leaderhook' }).catch(() => {});
   await deleteNamespaceAndWait(NAMESPACE);
   requireCertManager();
   try {
-    const objects = parseAllDocuments(renderWithImage(leaderhookImage, 'Never')).map((doc) => doc.toJS() as Manifest);
+    const objects = parseAllDocuments(renderWithImage(image, pullPolicy)).map((doc) => doc.toJS() as Manifest);
     for (const object of objects) {
       if (object.kind === 'Deployment' && debugLog) setEnv(object as unknown as V1Deployment, { LEADERHOOK_LOG_LEVEL: 'debug' });
     }

@@ -129,7 +129,41 @@ describe('runChecks', () => {
     const results = await run(cluster);
     assert.deepEqual(failedTitles(results), ['namespace ops: pods injected', 'namespace ops: hook image']);
     assert.match(results.find((r) => r.title === 'namespace ops: pods injected')!.detail, /1 pod lacks leaderhook.io\/injected .*: op-1/);
-    assert.match(results.find((r) => r.title === 'namespace ops: hook image')!.detail, /pod op-2 on node node-1: ErrImagePull \(not found\)/);
+    const image = results.find((r) => r.title === 'namespace ops: hook image')!;
+    assert.match(image.detail, /pod op-2 on node node-1: ErrImagePull, leaderhook\.test has no such tag \(not found\)/);
+    assert.match(image.remedy ?? '', /^push leaderhook\.test\/leaderhook:dev to leaderhook\.test /);
+  });
+
+  it('hooks that cannot be pulled for two reasons: each pod named with its cause, one remedy per cause', async () => {
+    const cluster = healthy();
+    const stuck = (name: string, image: string, reason: string, message: string) => {
+      const pod = structuredClone(cluster.pods[0]!);
+      pod.metadata = { ...pod.metadata, name };
+      pod.spec!.initContainers = pod.spec!.initContainers!.map((c) => (c.name === 'leaderhook-release' ? { ...c, image } : c));
+      pod.status = {
+        phase: 'Pending',
+        initContainerStatuses: [{ name: 'leaderhook-release', image, imageID: '', ready: false, restartCount: 0, state: { waiting: { reason, message } } }],
+      };
+      return pod;
+    };
+    cluster.pods.push(
+      stuck(
+        'op-old',
+        'r.example:5000/leaderhook:0.0.9',
+        'ImagePullBackOff',
+        'Back-off pulling image "r.example:5000/leaderhook:0.0.9": ErrImagePull: dial tcp 10.0.0.9:5000: connect: connection refused',
+      ),
+      stuck('op-new', 'leaderhook.test/leaderhook:dev', 'ErrImagePull', 'rpc error: code = NotFound desc = leaderhook.test/leaderhook:dev: not found'),
+    );
+    const image = (await run(cluster)).find((r) => r.title === 'namespace ops: hook image')!;
+    assert.equal(image.ok, false);
+    assert.match(image.detail, /^2 hooks cannot get r\.example:5000\/leaderhook:0\.0\.9, leaderhook\.test\/leaderhook:dev: /);
+    assert.match(
+      image.detail,
+      /pod op-old on node node-1: ImagePullBackOff, r\.example:5000 does not answer from the node \(dial tcp 10\.0\.0\.9:5000: connect: connection refused\)/,
+    );
+    assert.match(image.detail, /pod op-new on node node-1: ErrImagePull, leaderhook\.test has no such tag \(leaderhook\.test\/leaderhook:dev: not found\)/);
+    assert.match(image.remedy ?? '', /^make r\.example:5000 reachable from those nodes .*; and push leaderhook\.test\/leaderhook:dev to leaderhook\.test /);
   });
 
   it('imagePullPolicy Never with a node that lacks the image is ✗; IfNotPresent lets it pull', async () => {
