@@ -29,7 +29,7 @@ import { version } from '../../src/version.ts';
 import { applyOperatorRbac, operatorManifest } from '../support/failover.ts';
 import { admissionRegistration, apiStatus, apps, core, kubeconfigPath, rbac, waitFor } from '../support/kube.ts';
 import { deleteNamespaceAndWait, requireCertManager } from '../support/leaderhook.ts';
-import { podEvents, pullOutcomes, registryCa, registryHost, registryMissing } from '../support/registry.ts';
+import { podEvents, pullOutcomes, registryCa, registryHost, registryMissing, removeRepositoryFromNode } from '../support/registry.ts';
 import { goTool, repo } from '../support/tools.ts';
 
 const OPERATOR_NAMESPACE = 'my-operator';
@@ -136,6 +136,8 @@ describe("the README's install blocks, run as written", { skip: registryMissing(
     await deleteNamespaceAndWait(OPERATOR_NAMESPACE);
     await deleteNamespaceAndWait('leaderhook-system');
     if (user.home) rmSync(user.home, { recursive: true, force: true });
+    // The kubelet's image GC is off in the local cluster: what the install pulled would stay.
+    if (user.registry) removeRepositoryFromNode(`${user.registry}/leaderhook`);
   });
 
   test('mirror: the release verified, the image and the chart pushed to the registry, the CLI on the PATH', () => {

@@ -38,7 +38,7 @@ import {
 } from '../support/failover.ts';
 import { admissionRegistration, core, kubeconfigPath, waitFor } from '../support/kube.ts';
 import { deleteNamespaceAndWait, grantReleaseHook, INJECTION_LABEL, kubectl, requireCertManager } from '../support/leaderhook.ts';
-import { podEvents, pullOutcomes, registryCa, registryHost, registryMissing, removeFromNode } from '../support/registry.ts';
+import { podEvents, publish, pullOutcomes, registryCa, registryHost, registryMissing, removeRepositoryFromNode } from '../support/registry.ts';
 import { helm, repo } from '../support/tools.ts';
 
 const NAMESPACE = 'leaderhook-system';
@@ -57,11 +57,9 @@ const probePod = parse(readFileSync(path.join(repo, 'deploy/examples/probe-pod.y
 
 const helmHere = (args: string[]) => helm([...args, '--kubeconfig', kubeconfigPath, '--namespace', NAMESPACE, '--ca-file', registryCa ?? '']);
 
-function publish(dir: string): void {
-  execFileSync('bash', [path.join(repo, 'scripts/publish.sh'), '--ca-file', registryCa ?? '', dir, registry], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+function publishRelease(dir: string): void {
+  const published = publish(dir, [], registry);
+  assert.equal(published.status, 0, `scripts/publish.sh ${dir} ${registry}: ${published.stderr}`);
 }
 
 function installChart(v: string, command: 'install' | 'upgrade'): void {
@@ -164,13 +162,15 @@ describe('upgrade from the registry: N installed, operators failing over, N+1 in
     }
     assert.match(readFileSync(path.join(nextReleaseDir, 'SHA256SUMS'), 'utf8'), new RegExp(`leaderhook-${next.replaceAll('.', '\\.')}\\.oci\\.tar`));
     requireCertManager();
-    publish(releaseDir);
-    publish(nextReleaseDir);
+    publishRelease(releaseDir);
+    publishRelease(nextReleaseDir);
   });
   after(async () => {
     for (const cleanup of cleanups) await cleanup();
     await admissionRegistration.deleteMutatingWebhookConfiguration({ name: 'leaderhook' }).catch(() => {});
     await deleteNamespaceAndWait(NAMESPACE);
+    // The kubelet's image GC is off in the local cluster: what this test pulled would stay.
+    removeRepositoryFromNode(`${registry}/leaderhook`);
   });
 
   test(`at ${version}: installed with Helm from oci://, a rollout restart of each operator fails over through R1`, async (t) => {
@@ -210,7 +210,9 @@ describe('upgrade from the registry: N installed, operators failing over, N+1 in
   test(`a ${version} hook that restarts after the upgrade pulls ${version} from the registry again, and the lock stays with its leader`, async () => {
     const { namespace, recording } = scenarios.get('lfl-operator')!;
     const leader = await leaderNow(recording, lflLock);
-    removeFromNode(image(version));
+    // Both versions off the node: the restarted hook must pull N, and the
+    // rollout below N+1.
+    removeRepositoryFromNode(`${registry}/leaderhook`);
     const pod = await core.readNamespacedPod({ name: leader, namespace });
     const hookStatus = () => pod.status?.initContainerStatuses?.find((s) => s.name === HOOK_CONTAINER_NAME);
     const containerId = hookStatus()?.containerID?.replace(/^containerd:\/\//, '');
@@ -246,6 +248,8 @@ describe('upgrade from the registry: N installed, operators failing over, N+1 in
         )
       ).flat();
       assert.equal(pulled.length, pods.length, `every new hook started from ${image(next)}`);
+      if (operator === operators[0]?.operator)
+        assert.ok(pulled.includes('pulled'), `a new hook pulled ${image(next)} from the registry (${pulled.join(', ')})`);
       await finishRecording(scenario.recording);
       const writers = heartbeatWriters(scenario.recording, lock);
       t.diagnostic(`${operator} at ${next}: ${leader} -> ${newLeader}; leaders in turn: ${writers.join(' -> ')}`);

@@ -114,9 +114,13 @@ export function makeReleaseDir(version: string, sourceImage: string): ReleaseDir
   return { dir, version, imageArchive, chartArchive };
 }
 
-/** Runs scripts/publish.sh as a maintainer would, trusting the cluster CA; returns its exit and output. */
-export function publish(dir: string, extraArgs: string[] = []): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync('bash', [path.join(repo, 'scripts/publish.sh'), '--ca-file', registryCa!, ...extraArgs, dir, registryHost!], {
+/**
+ * Runs scripts/publish.sh as a maintainer would, trusting the cluster CA, to
+ * `registry` (host:port[/path], the registry's root by default); returns its
+ * exit and output.
+ */
+export function publish(dir: string, extraArgs: string[] = [], registry = registryHost!): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync('bash', [path.join(repo, 'scripts/publish.sh'), '--ca-file', registryCa!, ...extraArgs, dir, registry], {
     cwd: repo,
     encoding: 'utf8',
     env: { ...process.env, HELM: goTool('helm') },
