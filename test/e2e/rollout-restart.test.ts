@@ -10,18 +10,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, type TestContext, test } from 'node:test';
 import {
   finishRecording,
-  heartbeats,
   heartbeatWriters,
   type LeaderLock,
   leaseLock,
   lflLock,
   releaseEvents,
   setUpOperator,
-  waitForRecorded,
   waitForSteadyLeader,
 } from '../support/failover.ts';
-import { core } from '../support/kube.ts';
-import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl } from '../support/leaderhook.ts';
+import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, rolloutRestartUntilNewLeader } from '../support/leaderhook.ts';
 
 async function rolloutRestart<L>(t: TestContext, operator: string, lock: LeaderLock<L>): Promise<void> {
   const scenario = await setUpOperator(t, {
@@ -31,22 +28,10 @@ async function rolloutRestart<L>(t: TestContext, operator: string, lock: LeaderL
     labels: INJECTION_LABEL,
     prepare: (namespace) => grantReleaseHook(namespace, 'test-operator'),
   });
-  const { recording, namespace } = scenario;
+  const { recording } = scenario;
   const { leader } = await waitForSteadyLeader(recording, lock.heartbeat);
-  const oldPods = new Set((await core.listNamespacedPod({ namespace })).items.map((p) => p.metadata?.name as string));
   const issued = Date.now();
-  kubectl(['-n', namespace, 'rollout', 'restart', `deployment/${operator}`]);
-  kubectl(['-n', namespace, 'rollout', 'status', `deployment/${operator}`, '--timeout=240s']);
-  const newLeader = await waitForRecorded(
-    recording,
-    'a pod of the new ReplicaSet to lead',
-    async () => {
-      const holder = lock.holderOf(lock.events(recording).at(-1)?.object);
-      const beats = heartbeats(recording, lock.heartbeat).filter((b) => b.holder === holder);
-      return holder && !oldPods.has(holder) && beats.length >= 3 ? holder : undefined;
-    },
-    180_000,
-  );
+  const newLeader = await rolloutRestartUntilNewLeader(scenario, operator, lock);
   const tookS = ((Date.now() - issued) / 1000).toFixed(1);
   await finishRecording(recording);
 

@@ -37,7 +37,7 @@ import {
   waitForRecorded,
 } from '../support/failover.ts';
 import { admissionRegistration, core, kubeconfigPath, waitFor } from '../support/kube.ts';
-import { deleteNamespaceAndWait, grantReleaseHook, INJECTION_LABEL, kubectl, requireCertManager } from '../support/leaderhook.ts';
+import { deleteNamespaceAndWait, grantReleaseHook, INJECTION_LABEL, kubectl, requireCertManager, rolloutRestartUntilNewLeader } from '../support/leaderhook.ts';
 import { podEvents, publish, pullOutcomes, registryCa, registryHost, registryMissing, removeRepositoryFromNode } from '../support/registry.ts';
 import { helm, repo } from '../support/tools.ts';
 
@@ -114,21 +114,9 @@ function leaderNow<L>(recording: Scenario['recording'], lock: LeaderLock<L>): Pr
 
 /** `kubectl rollout restart`; resolves once a pod of the new ReplicaSet leads, with the old leader's R1 Event. */
 async function rollOver<L>(scenario: Scenario, operator: string, lock: LeaderLock<L>): Promise<{ leader: string; newLeader: string }> {
-  const { recording, namespace } = scenario;
+  const { recording } = scenario;
   const leader = await leaderNow(recording, lock);
-  const oldPods = new Set((await operatorPods(namespace)).map((p) => p.metadata!.name!));
-  kubectl(['-n', namespace, 'rollout', 'restart', `deployment/${operator}`]);
-  kubectl(['-n', namespace, 'rollout', 'status', `deployment/${operator}`, '--timeout=240s']);
-  const newLeader = await waitForRecorded(
-    recording,
-    'a pod of the new ReplicaSet to lead',
-    async () => {
-      const holder = lock.holderOf(lock.events(recording).at(-1)?.object);
-      const beats = heartbeats(recording, lock.heartbeat).filter((b) => b.holder === holder);
-      return holder && !oldPods.has(holder) && beats.length >= 3 ? holder : undefined;
-    },
-    180_000,
-  );
+  const newLeader = await rolloutRestartUntilNewLeader(scenario, operator, lock);
   await waitForRecorded(recording, `${leader}'s R1 release`, async () => releaseEvents(recording, leader, 'R1').length === 1, 30_000);
   return { leader, newLeader };
 }

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { V1Deployment, V1RoleBinding } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { applyOperatorRbac, lflLock } from './failover.ts';
+import { applyOperatorRbac, heartbeats, type LeaderLock, lflLock, type Scenario, waitForRecorded } from './failover.ts';
 import {
   admissionRegistration,
   apiStatus,
@@ -268,4 +268,26 @@ export function releaseTerminating(namespace: string, pod: string): void {
   } catch (error) {
     if (!/NotFound|not found/.test((error as Error).message)) throw error;
   }
+}
+
+/**
+ * `kubectl rollout restart` of an operator's Deployment, until the rollout is
+ * done and a pod of the new ReplicaSet holds `lock` and has written three
+ * heartbeats; resolves with that pod's name.
+ */
+export async function rolloutRestartUntilNewLeader<L>(scenario: Scenario, operator: string, lock: LeaderLock<L>): Promise<string> {
+  const { recording, namespace } = scenario;
+  const oldPods = new Set((await core.listNamespacedPod({ namespace })).items.map((p) => p.metadata?.name as string));
+  kubectl(['-n', namespace, 'rollout', 'restart', `deployment/${operator}`]);
+  kubectl(['-n', namespace, 'rollout', 'status', `deployment/${operator}`, '--timeout=240s']);
+  return waitForRecorded(
+    recording,
+    'a pod of the new ReplicaSet to lead',
+    async () => {
+      const holder = lock.holderOf(lock.events(recording).at(-1)?.object);
+      const beats = heartbeats(recording, lock.heartbeat).filter((b) => b.holder === holder);
+      return holder && !oldPods.has(holder) && beats.length >= 3 ? holder : undefined;
+    },
+    180_000,
+  );
 }
