@@ -181,6 +181,9 @@ fi
 if [[ -d "$out" ]]; then
 	rm -rf "$out"
 fi
+# mktemp made the scratch folder private (0700); a release folder is for
+# sharing (a web server, another user's mirror job), like its files.
+chmod 755 "$stage"
 mv "$stage" "$out"
 trap - EXIT
 echo "release.sh: wrote $out in $(($(date +%s) - start))s:" >&2
