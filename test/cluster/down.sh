@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stops the local cluster that up.sh started and leaves nothing of it
-# running: exactly the recorded processes, the containers of its containerd,
-# their mounts and cgroups, and the network namespace. Cluster state (etcd
+# running: exactly the recorded processes, the containers of every node's containerd,
+# their mounts and cgroups, and the network namespaces. Cluster state (etcd
 # data, certificates, images, the registry's blobs) stays for a fast next
 # up.sh unless --purge.
 #
@@ -44,13 +44,38 @@ stop() {
 	done
 }
 
-# The kubelet goes first so that nothing restarts the containers removed next.
-phase "stop node and controllers"
-stop kubelet kube-proxy kube-scheduler kube-controller-manager cert-manager-controller cert-manager-cainjector
+# Every node that has anything left: its recorded components, state or namespace.
+node_indexes=()
+for ((k = 1; k <= MAX_NODES; k++)); do
+	if ((k == 1)) || [[ -d "$(node_dir "$k")" || -e "/run/netns/$(node_netns "$k")" ]] ||
+		compgen -G "$STATE/pids/*-$(node_name "$k").pid" >/dev/null; then
+		node_indexes+=("$k")
+	fi
+done
+
+# Nodes 2 and up leave with the cluster: their Node objects go while the API
+# server still answers, so that a later, smaller cluster has no nodes that
+# never come back (pod GC then removes what was bound to them).
+if ((${#node_indexes[@]} > 1)) && pid_alive kube-apiserver; then
+	phase "delete added nodes"
+	for k in "${node_indexes[@]:1}"; do
+		nsenter --net="/run/netns/$NETNS" -- "$CACHE/bin/kubectl" --kubeconfig "$STATE/admin.kubeconfig" \
+			delete node "$(node_name "$k")" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+	done
+fi
+
+# The kubelets go first so that nothing restarts the containers removed next.
+phase "stop nodes and controllers"
+for k in "${node_indexes[@]}"; do
+	stop "$(node_component "$k" kubelet)" "$(node_component "$k" kube-proxy)"
+done
+stop kube-scheduler kube-controller-manager cert-manager-controller cert-manager-cainjector
 
 phase "remove containers"
-ctr=(ctr --address "$CONTAINERD_ADDRESS" --namespace k8s.io)
-if pid_alive containerd; then
+for k in "${node_indexes[@]}"; do
+	address="$(node_dir "$k")/containerd/containerd.sock"
+	ctr=(ctr --address "$address" --namespace k8s.io)
+	pid_alive "$(node_component "$k" containerd)" || continue
 	for task in $("${ctr[@]}" tasks ls -q 2>/dev/null); do
 		"${ctr[@]}" tasks kill --signal SIGKILL "$task" >/dev/null 2>&1 || true
 	done
@@ -60,10 +85,13 @@ if pid_alive containerd; then
 	containers="$("${ctr[@]}" containers ls -q 2>/dev/null || true)"
 	# shellcheck disable=SC2086 # one ID per word
 	[[ -z "$containers" ]] || "${ctr[@]}" containers delete $containers >/dev/null 2>&1 || true
-fi
+done
 
 phase "stop containerd and control plane"
-stop containerd kube-apiserver registry
+for k in "${node_indexes[@]}"; do
+	stop "$(node_component "$k" containerd)"
+done
+stop kube-apiserver registry
 # etcd last: an API server whose etcd is gone spends a minute draining requests.
 stop etcd
 
@@ -71,9 +99,11 @@ stop etcd
 # still around: shims carry our containerd's address, container processes
 # sit in the cgroups under /$NETNS that the kubelet made. Nothing else matches either.
 phase "leftover processes"
-for pid in $(pgrep -f -- "-address $CONTAINERD_ADDRESS( |$)" || true); do
-	echo "killing leftover shim $pid: $(tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null)" >&2
-	kill -KILL "$pid" 2>/dev/null || true
+for k in "${node_indexes[@]}"; do
+	for pid in $(pgrep -f -- "-address $(node_dir "$k")/containerd/containerd.sock( |$)" || true); do
+		echo "killing leftover shim $pid: $(tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null)" >&2
+		kill -KILL "$pid" 2>/dev/null || true
+	done
 done
 { find /sys/fs/cgroup/*/"$NETNS" -name cgroup.procs -exec cat {} + 2>/dev/null || true; } | sort -u | while read -r pid; do
 	kill -KILL "$pid" 2>/dev/null || true
@@ -101,19 +131,25 @@ for root in /sys/fs/cgroup/*/"$NETNS"; do
 	[[ ! -d "$root" ]] || echo "warning: could not remove cgroup $root" >&2
 done
 
-phase "network namespace"
-if [[ -e "/run/netns/$NETNS" ]]; then
-	others="$(ip netns pids "$NETNS" 2>/dev/null || true)"
+phase "network namespaces"
+for k in "${node_indexes[@]}"; do
+	netns="$(node_netns "$k")"
+	[[ -e "/run/netns/$netns" ]] || continue
+	others="$(ip netns pids "$netns" 2>/dev/null || true)"
 	if [[ -n "$others" ]]; then
 		# Not started by up.sh (tests, a development webhook): name them
 		# rather than kill them; the namespace lives on until they exit.
-		echo "warning: processes still in namespace $NETNS, not started by up.sh:" >&2
+		echo "warning: processes still in namespace $netns, not started by up.sh:" >&2
 		for pid in $others; do echo "  $pid $(tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null)" >&2; done
 	fi
-	ip netns delete "$NETNS"
-fi
-# Every pod is gone, and so is every address the IPAM handed out.
-rm -rf "$STATE/cni/ipam"
+	ip netns delete "$netns"
+done
+# Every pod is gone, and so is every address the IPAM handed out. The added
+# nodes are gone too: the next up.sh brings one unless told otherwise.
+for k in "${node_indexes[@]}"; do
+	rm -rf "$(node_dir "$k")/cni/ipam"
+done
+rm -f "$NODE_COUNT_FILE" "$STATE/nodes.tsv"
 rm -f "/var/lib/cni/results/$NETNS-"* 2>/dev/null || true
 
 if $purge; then

@@ -6,8 +6,9 @@ STATE="${LEADERHOOK_CLUSTER_DIR:-$HOME/.cache/leaderhook/cluster}"
 CACHE="${LEADERHOOK_CACHE:-$HOME/.cache/leaderhook}"
 NETNS="${LEADERHOOK_NETNS:-leaderhook}"
 NODE_NAME="${LEADERHOOK_NODE_NAME:-leaderhook-node}"
-# Both ends of the node's veth pair stay inside the namespace: the node gets
-# an ordinary address and nothing leads out of it.
+# Node 1 shares the control plane's namespace. Both ends of its veth pair
+# stay inside the namespace: the node gets an ordinary address and nothing
+# leads out of it.
 NODE_IP=10.213.0.2
 NODE_SUBNET=10.213.0.0/24
 PEER_IP=10.213.0.1
@@ -17,6 +18,10 @@ SERVICE_CIDR=10.96.0.0/16
 API_SERVICE_IP=10.96.0.1
 CLUSTER_CIDR=10.244.0.0/16
 POD_CIDR=10.244.0.0/24
+# Nodes 2 and up (up.sh --nodes N): each in a network namespace of its own,
+# joined to the control plane's by one veth pair and to nothing else.
+MAX_NODES=8
+NODE_COUNT_FILE="$STATE/node-count"
 CONTAINERD_ADDRESS="$STATE/containerd/containerd.sock"
 PAUSE_IMAGE=leaderhook.local/pause:3.10
 # The cluster's image registry (Debian's docker-registry, the CNCF
@@ -37,6 +42,20 @@ REGISTRY_DNS_NAME=registry.leaderhook.test
 in_netns() {
 	nsenter --net="/run/netns/$NETNS" -- "$@"
 }
+
+# node_name K, node_netns K, node_ip K, node_dir K: node K's name, network
+# namespace, address and state directory. Node 1 keeps the single-node
+# cluster's layout, so that a cluster grown from one node changes nothing of
+# what it had.
+node_name() { if (($1 == 1)); then echo "$NODE_NAME"; else echo "$NODE_NAME-$1"; fi; }
+node_netns() { if (($1 == 1)); then echo "$NETNS"; else echo "$NETNS-node-$1"; fi; }
+node_ip() { echo "10.213.0.$(($1 + 1))"; }
+node_dir() { if (($1 == 1)); then echo "$STATE"; else echo "$STATE/nodes/$(node_name "$1")"; fi; }
+# node_component K NAME: the name node K's component NAME (containerd,
+# kubelet, kube-proxy) is recorded under in $STATE/pids.
+node_component() { if (($1 == 1)); then echo "$2"; else echo "$2-$(node_name "$1")"; fi; }
+# node_count: how many nodes the cluster was brought up with (1 unless up.sh --nodes).
+node_count() { if [[ -s "$NODE_COUNT_FILE" ]]; then cat "$NODE_COUNT_FILE"; else echo 1; fi; }
 
 # phase NAME: print how long the previous phase took and start timing NAME.
 _phase_name=""

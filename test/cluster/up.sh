@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# Brings up a single-node Kubernetes cluster built from the official Go
-# modules, as local processes inside a network namespace joined to nothing:
+# Brings up a Kubernetes cluster built from the official Go modules, as local
+# processes inside network namespaces joined to nothing:
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy
 # and a kubelet on containerd + runc, cert-manager's controller and
 # cainjector (test/cert-manager), which a user's cluster has before leaderhook
 # is installed, and an image registry the node pulls from (Debian's
-# docker-registry, TLS from the cluster CA). Idempotent: what already runs is
-# kept.
+# docker-registry, TLS from the cluster CA). Node 1 shares the control
+# plane's namespace; each further node has a namespace, containerd, kubelet
+# and kube-proxy of its own (test/cluster/node.sh). Idempotent: what already
+# runs is kept, and --nodes on a running cluster adds the nodes it lacks.
 #
-#   test/cluster/up.sh            (npm run cluster:up)
+#   test/cluster/up.sh [--nodes N]      (npm run cluster:up -- --nodes 3)
+#
+#   --nodes N   nodes of the cluster, 1 to 8 (default: as many as it has, or 1)
 #
 # Afterwards $STATE/env holds KUBECONFIG, LEADERHOOK_NETNS, NODE_IP,
-# NODE_NAME, CONTAINERD_ADDRESS, LEADERHOOK_REGISTRY and LEADERHOOK_REGISTRY_CA;
+# NODE_NAME, CONTAINERD_ADDRESS (node 1's), CONTAINERD_ADDRESSES (every
+# node's), LEADERHOOK_REGISTRY and LEADERHOOK_REGISTRY_CA, and $STATE/nodes.tsv
+# a line per node (name, network namespace, address, containerd socket);
 # test/cluster/in-netns.sh runs a command inside the namespace with it.
 # test/cluster/down.sh stops everything.
 set -euo pipefail
@@ -19,6 +25,44 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 # shellcheck source=test/cluster/lib.sh
 source "$here/lib.sh"
+# shellcheck source=test/cluster/node.sh
+source "$here/node.sh"
+
+usage() {
+	sed -n '/^#   test\/cluster\/up.sh/,/^#   --nodes/p' "$0" | sed 's/^#//' >&2
+}
+nodes=""
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--nodes)
+		[[ $# -ge 2 ]] || { usage; die "--nodes needs a number"; }
+		nodes="$2"
+		shift 2
+		;;
+	--nodes=*)
+		nodes="${1#--nodes=}"
+		shift
+		;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	*)
+		usage
+		die "unknown argument: $1"
+		;;
+	esac
+done
+if [[ -n "$nodes" ]]; then
+	if ! [[ "$nodes" =~ ^[1-9][0-9]*$ ]] || ((nodes > MAX_NODES)); then
+		die "--nodes $nodes: a number of nodes from 1 to $MAX_NODES"
+	fi
+	if ((nodes < $(node_count))) && pid_alive "$(node_component "$(node_count)" kubelet)"; then
+		die "--nodes $nodes: the cluster runs $(node_count) nodes; shrinking it needs down.sh first"
+	fi
+else
+	nodes="$(node_count)"
+fi
 
 [[ "$(id -u)" == 0 ]] || die "must run as root (network namespaces, containerd, kubelet)"
 
@@ -150,8 +194,6 @@ cert admin leaderhook-admin system:masters clientAuth
 cert controller-manager system:kube-controller-manager "" clientAuth
 cert scheduler system:kube-scheduler "" clientAuth
 cert kube-proxy system:kube-proxy "" clientAuth
-cert kubelet "system:node:$NODE_NAME" system:nodes clientAuth
-cert kubelet-serving "$NODE_NAME" "" serverAuth "IP:$NODE_IP,DNS:$NODE_NAME"
 cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters clientAuth
 cert registry leaderhook-registry "" serverAuth "IP:$REGISTRY_IP,DNS:$REGISTRY_DNS_NAME"
 if [[ ! -f "$pki/sa.key" ]]; then
@@ -186,7 +228,7 @@ kubeconfig() {
 	EOF
 	chmod 600 "$file"
 }
-for name in admin controller-manager scheduler kube-proxy kubelet; do
+for name in admin controller-manager scheduler kube-proxy; do
 	kubeconfig "$name" "$name"
 done
 kubectl=("$bindir/kubectl" --kubeconfig "$STATE/admin.kubeconfig")
@@ -197,18 +239,19 @@ LEADERHOOK_NETNS=$NETNS
 NODE_IP=$NODE_IP
 NODE_NAME=$NODE_NAME
 CONTAINERD_ADDRESS=$CONTAINERD_ADDRESS
+CONTAINERD_ADDRESSES="$(for ((k = 1; k <= nodes; k++)); do node_vars "$k"; echo "$n_containerd_address"; done | paste -sd' ')"
 LEADERHOOK_REGISTRY=$REGISTRY
 LEADERHOOK_REGISTRY_CA=$pki/ca.crt
 EOF
 
 # --- process management
-# start NAME CMD...: run CMD in the namespace, in its own session (a signal
+# start_in NETNS NAME CMD...: run CMD in network namespace NETNS, in its own session (a signal
 # to the terminal or job that ran up.sh does not reach it), logging to
 # logs/NAME.log and recording its PID. nsenter and setsid exec, so the PID
 # recorded is the component's own.
-start() {
-	local name="$1" pid
-	shift
+start_in() {
+	local netns="$1" name="$2" pid
+	shift 2
 	if pid_alive "$name"; then
 		pid="$(cat "$STATE/pids/$name.pid")"
 		if [[ "$(cat "$STATE/pids/$name.args" 2>/dev/null)" == "$(signature "$@")" ]]; then
@@ -221,10 +264,15 @@ start() {
 		while [[ -d "/proc/$pid" ]]; do sleep 0.1; done
 	fi
 	echo "=== $(date -Is) $*" >>"$STATE/logs/$name.log"
-	nsenter --net="/run/netns/$NETNS" -- setsid "$@" >>"$STATE/logs/$name.log" 2>&1 </dev/null &
+	nsenter --net="/run/netns/$netns" -- setsid "$@" >>"$STATE/logs/$name.log" 2>&1 </dev/null &
 	echo "$!" >"$STATE/pids/$name.pid"
 	echo "$1" >"$STATE/pids/$name.cmd"
 	signature "$@" >"$STATE/pids/$name.args"
+}
+
+# start NAME CMD...: start_in the control plane's namespace.
+start() {
+	start_in "$NETNS" "$@"
 }
 
 # signature CMD...: the command line and the contents of the configuration
@@ -234,7 +282,7 @@ signature() {
 	echo "$*"
 	for arg in "$@"; do
 		file="${arg#*=}"
-		if [[ ("$file" == "$cfg"/* || "$file" == "$STATE/containerd/config.toml") && -f "$file" ]]; then
+		if [[ ("$file" == "$cfg"/* || "$file" == "$STATE"/nodes/*/config/* || "$file" == */containerd/config.toml) && -f "$file" ]]; then
 			sha256sum "$file"
 		fi
 	done
@@ -259,97 +307,14 @@ wait_for() {
 	done
 }
 
-# --- containerd
+# --- node 1's containerd, early: the cluster's images are imported meanwhile
 phase "containerd"
-write_if_changed "$STATE/cni/net.d/10-leaderhook.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "$NETNS",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "cni0",
-      "isGateway": true,
-      "ipMasq": false,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "dataDir": "$STATE/cni/ipam",
-        "ranges": [[{ "subnet": "$POD_CIDR" }]],
-        "routes": [{ "dst": "$SERVICE_CIDR" }, { "dst": "$NODE_SUBNET" }]
-      }
-    },
-    { "type": "portmap", "capabilities": { "portMappings": true } }
-  ]
-}
-EOF
-write_if_changed "$STATE/containerd/config.toml" <<EOF
-version = 2
-root = "$STATE/containerd/root"
-state = "$STATE/containerd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
-
-[grpc]
-  address = "$CONTAINERD_ADDRESS"
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$STATE/containerd/opt"
-
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$PAUSE_IMAGE"
-  disable_tcp_service = true
-  stream_server_address = "127.0.0.1"
-  netns_mounts_under_state_dir = true
-  # Lowering an OOM score needs CAP_SYS_RESOURCE, which some machines (this
-  # project's test VMs among them) withhold even from root: without this, every
-  # pause container (oom_score_adj -998) fails in runc's nsexec. Scores below
-  # containerd's own are raised to it instead.
-  restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".registry]
-    # One directory per registry host, each with a hosts.toml (the
-    # cluster's registry: trust the cluster CA). Read at every pull, so a
-    # change there needs no restart.
-    config_path = "$STATE/containerd/certs.d"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$STATE/cni/net.d"
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-EOF
-# containerd looks for "host:port" as the directory's name. Only the
-# address: a DNS name would need a resolver on the node. containerd 1.6
-# refuses a hosts.toml without a [host] table ("invalid `host` tree") and
-# then pulls without the CA; it tries each [host] first and `server` last,
-# so both trust the CA: a tag the registry lacks is "not found" from both,
-# not an x509 error from the fallback.
-mkdir -p "$STATE/containerd/certs.d/$REGISTRY"
-write_if_changed "$STATE/containerd/certs.d/$REGISTRY/hosts.toml" <<EOF
-server = "https://$REGISTRY"
-ca = "$pki/ca.crt"
-
-[host."https://$REGISTRY"]
-  capabilities = ["pull", "resolve"]
-  ca = "$pki/ca.crt"
-EOF
-start containerd "$(command -v containerd)" --config "$STATE/containerd/config.toml"
-wait_for containerd "containerd's socket" 30 ctr --address "$CONTAINERD_ADDRESS" version
+node_cni_config 1 "$POD_CIDR"
+node_containerd 1
 
 phase "cluster images"
-ctr_k8s=(ctr --address "$CONTAINERD_ADDRESS" --namespace k8s.io)
-while read -r image archive; do
-	# An image already there under the same name came from the same archive
-	# unless its sources changed; import-image.sh re-pins in any case.
-	if ! "${ctr_k8s[@]}" images ls -q | grep -qxF "$image" ||
-		[[ "$archive" -nt "$STATE/containerd/imported-$(basename "$archive")" ]]; then
-		CONTAINERD_ADDRESS="$CONTAINERD_ADDRESS" "$repo/test/images/import-image.sh" "$archive" >/dev/null
-		touch "$STATE/containerd/imported-$(basename "$archive")"
-	fi
-done < <("$repo/test/images/build-test-images.sh")
+cluster_images="$("$repo/test/images/build-test-images.sh")"
+node_images 1 <<<"$cluster_images"
 
 # --- the image registry, where the node pulls what a user's cluster would
 # pull from theirs (released images, charts). Its blobs stay in
@@ -451,92 +416,29 @@ start cert-manager-cainjector "$cert_manager" cainjector --kubeconfig="$STATE/ad
 wait_for cert-manager-controller "cert-manager's controller /readyz" 90 in_netns curl -sf http://127.0.0.1:9403/readyz
 wait_for cert-manager-cainjector "cert-manager's cainjector /readyz" 90 in_netns curl -sf http://127.0.0.1:9404/readyz
 
-# --- node
+# --- nodes
 phase "kubelet and kube-proxy"
-echo "nameserver 127.0.0.1" | write_if_changed "$STATE/resolv.conf"
-# The pods' cgroups live under one named after the cluster, so that down.sh
-# removes exactly these and nothing of another kubelet on the machine.
-for hierarchy in /sys/fs/cgroup/*/; do
-	[[ -f "${hierarchy}cgroup.procs" ]] || continue
-	mkdir -p "$hierarchy$NETNS"
-	if [[ -f "${hierarchy}cpuset.cpus" ]]; then
-		# A new cpuset cgroup starts empty (v1): give it all the parent has.
-		cat "${hierarchy}cpuset.cpus" >"$hierarchy$NETNS/cpuset.cpus"
-		cat "${hierarchy}cpuset.mems" >"$hierarchy$NETNS/cpuset.mems"
-	fi
-done
-write_if_changed "$cfg/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cgroupDriver: cgroupfs
-cgroupRoot: /$NETNS
-failCgroupV1: false
-failSwapOn: false
-containerRuntimeEndpoint: unix://$CONTAINERD_ADDRESS
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: $pki/ca.crt}
-authorization:
-  mode: Webhook
-tlsCertFile: $pki/kubelet-serving.crt
-tlsPrivateKeyFile: $pki/kubelet-serving.key
-address: $NODE_IP
-healthzBindAddress: 127.0.0.1
-resolvConf: $STATE/resolv.conf
-clusterDomain: cluster.local
-podLogsDir: $STATE/pod-logs
-# Imported images cannot be pulled back: never garbage-collect them.
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-# A test machine's disk and memory run fuller than a node's; only evict
-# when it is really exhausted.
-evictionHard:
-  memory.available: 100Mi
-  nodefs.available: 1%
-  nodefs.inodesFree: 1%
-  imagefs.available: 1%
-mergeDefaultEvictionSettings: false
-shutdownGracePeriod: 0s
-EOF
-start kubelet "$bindir/kubelet" \
-	--config="$cfg/kubelet.yaml" \
-	--kubeconfig="$STATE/kubelet.kubeconfig" \
-	--root-dir="$STATE/kubelet" \
-	--hostname-override="$NODE_NAME" \
-	--node-ip="$NODE_IP"
-write_if_changed "$cfg/kube-proxy.yaml" <<EOF
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-clientConnection:
-  kubeconfig: $STATE/kube-proxy.kubeconfig
-mode: iptables
-clusterCIDR: $CLUSTER_CIDR
-hostnameOverride: $NODE_NAME
-bindAddress: $NODE_IP
-healthzBindAddress: 127.0.0.1:10256
-metricsBindAddress: 127.0.0.1:10249
-nodePortAddresses: [primary]
-# Leave the machine-wide conntrack sysctls alone: the namespace may not write them.
-conntrack:
-  maxPerCore: 0
-  min: 0
-  tcpEstablishedTimeout: 0s
-  tcpCloseWaitTimeout: 0s
-EOF
-start kube-proxy "$bindir/kube-proxy" --config="$cfg/kube-proxy.yaml"
-
-node_ready() {
-	[[ "$(in_netns "${kubectl[@]}" get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" == True ]]
-}
-service_rules() {
-	in_netns iptables -t nat -S KUBE-SERVICES | grep -q -- "-d $API_SERVICE_IP/32 .*default/kubernetes:https"
-}
-# After a restart the node object may still say Ready from before: the
-# kubelet's own health check tells that this kubelet is running.
-wait_for kubelet "kubelet /healthz" 60 in_netns curl -sf http://127.0.0.1:10248/healthz
-wait_for kubelet "node $NODE_NAME Ready" 180 node_ready
-wait_for kube-proxy "kube-proxy's rules for the kubernetes Service" 60 service_rules
+node_kubelet 1
+node_ready_wait 1
 wait_for "" "the default ServiceAccount" 60 in_netns "${kubectl[@]}" get serviceaccount default -n default
+# Nodes of a bigger cluster before, stopped uncleanly: their Node objects
+# would stay NotReady forever.
+for ((k = nodes + 1; k <= MAX_NODES; k++)); do
+	pid_alive "$(node_component "$k" kubelet)" ||
+		in_netns "${kubectl[@]}" delete node "$(node_name "$k")" --ignore-not-found --wait=false >/dev/null
+done
+for ((k = 2; k <= nodes; k++)); do
+	phase "node $(node_name "$k")"
+	node_network "$k"
+	node_containerd "$k"
+	node_images "$k" <<<"$cluster_images"
+	node_kubelet "$k"
+	node_ready_wait "$k"
+done
+echo "$nodes" >"$NODE_COUNT_FILE"
+for ((k = 1; k <= nodes; k++)); do
+	node_vars "$k"
+	printf '%s\t%s\t%s\t%s\n' "$n_name" "$n_netns" "$n_ip" "$n_containerd_address"
+done | write_if_changed "$STATE/nodes.tsv"
 phase ""
 echo "cluster up: KUBECONFIG=$STATE/admin.kubeconfig (inside network namespace $NETNS; run tools with test/cluster/in-netns.sh)"

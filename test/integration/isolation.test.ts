@@ -1,7 +1,8 @@
 /**
  * The local cluster is isolated, and still an ordinary cluster inside:
- * its network namespace has no default route and no link to the machine's
- * own namespace, while a pod reaches the API through the `kubernetes`
+ * none of its network namespaces (the control plane's, and each further
+ * node's) has a default route or a link to the machine's own namespace,
+ * while a pod on every node reaches the API through the `kubernetes`
  * Service with client-go's unmodified in-cluster configuration.
  *
  * Run inside the namespace: test/cluster/in-netns.sh node --test test/integration/isolation.test.ts
@@ -13,6 +14,7 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { type V1Pod, VersionApi } from '@kubernetes/client-node';
 import { broughtOwnCluster, core, createTestNamespace, kubeConfig, type TestNamespace, waitFor } from '../support/kube.ts';
+import { clusterNodes } from '../support/nodes.ts';
 
 const run = promisify(execFile);
 const netns = process.env.LEADERHOOK_NETNS ?? 'leaderhook';
@@ -44,49 +46,71 @@ async function machineNetns(): Promise<string> {
   return '/proc/1/ns/net';
 }
 
-/** `ip -j ARGS` in the cluster's namespace, or in the machine's own. */
-async function ipJson<T>(where: 'cluster' | 'machine', ...args: string[]): Promise<T> {
-  const command = where === 'cluster' ? ['ip', '-n', netns, '-j', ...args] : ['nsenter', `--net=${await machineNetns()}`, 'ip', '-j', ...args];
+/** `ip -j ARGS` in one of the cluster's namespaces, or in the machine's own. */
+async function ipJson<T>(where: string, ...args: string[]): Promise<T> {
+  const command = where !== 'machine' ? ['ip', '-n', where, '-j', ...args] : ['nsenter', `--net=${await machineNetns()}`, 'ip', '-j', ...args];
   const { stdout } = await run(command[0]!, command.slice(1));
   return JSON.parse(stdout || '[]') as T;
 }
 
-describe('network namespace of the local cluster', { skip: broughtOwnCluster && 'LEADERHOOK_KUBECONFIG names a cluster this project did not start' }, () => {
-  test("is a namespace of its own, not the machine's", async () => {
-    const own = (await stat(`/run/netns/${netns}`)).ino;
-    assert.notEqual((await stat(await machineNetns())).ino, own);
+const nodes = broughtOwnCluster ? [] : clusterNodes();
+const clusterNamespaces = nodes.map((node) => node.netns);
+
+describe('network namespaces of the local cluster', { skip: broughtOwnCluster && 'LEADERHOOK_KUBECONFIG names a cluster this project did not start' }, () => {
+  test("are namespaces of their own, not the machine's", async () => {
+    const machine = (await stat(await machineNetns())).ino;
+    for (const name of clusterNamespaces) assert.notEqual((await stat(`/run/netns/${name}`)).ino, machine, name);
   });
 
-  test('has no default route, so nothing can be routed out', async () => {
-    for (const family of ['-4', '-6']) {
-      const { stdout } = await run('ip', ['-n', netns, family, 'route', 'show', 'default']);
-      assert.equal(stdout.trim(), '', `ip -n ${netns} ${family} route show default`);
+  test('have no default route, so nothing can be routed out', async () => {
+    for (const name of clusterNamespaces) {
+      for (const family of ['-4', '-6']) {
+        const { stdout } = await run('ip', ['-n', name, family, 'route', 'show', 'default']);
+        assert.equal(stdout.trim(), '', `ip -n ${name} ${family} route show default`);
+      }
+      // A route lookup only, no packet is sent: an outside address is unreachable.
+      await assert.rejects(run('ip', ['-n', name, 'route', 'get', '192.0.2.1']), /Network is unreachable/, name);
     }
-    // A route lookup only, no packet is sent: an outside address is unreachable.
-    await assert.rejects(run('ip', ['-n', netns, 'route', 'get', '192.0.2.1']), /Network is unreachable/);
   });
 
-  test("shares no link with the machine's namespace", async () => {
-    const links = await ipJson<Link[]>('cluster', '-d', 'link', 'show');
+  test("share no link with the machine's namespace; nodes are joined only to the control plane's", async () => {
+    const links = await ipJson<Link[]>(netns, '-d', 'link', 'show');
     const node = links.find((link) => link.ifname === 'lh-node');
     assert.ok(node, `the node's veth lh-node exists in ${netns}: ${links.map((l) => l.ifname).join(', ')}`);
-    // The node's pair has both ends here: its peer is named, with no netnsid.
+    // The first node's pair has both ends here: its peer is named, with no netnsid.
     assert.equal(node.link, 'lh-peer');
     assert.equal(node.link_netnsid, undefined);
+    // The ids the control plane's namespace knows the further nodes' namespaces by.
+    const ids = await ipJson<{ nsid: number; name?: string }[]>(netns, 'netns', 'list-id');
     for (const link of links) {
       if (link.link_netnsid === undefined) continue;
-      // Only pods' veths cross namespaces, and only into pods' namespaces.
       assert.equal(link.linkinfo?.info_kind, 'veth', `${link.ifname} reaches into another namespace`);
-      assert.equal(link.master, 'cni0', `${link.ifname} reaches into another namespace but is no pod's veth`);
+      const into = ids.find((id) => id.nsid === link.link_netnsid)?.name;
+      // A further node's pair (lh-nK, into that node's namespace) or a pod's veth.
+      const further = nodes.find((n) => n.index > 1 && `lh-n${n.index}` === link.ifname);
+      if (further) assert.equal(into, further.netns, `${link.ifname} leads into ${into ?? 'an unnamed namespace'}, not ${further.netns}`);
+      else assert.equal(link.master, 'cni0', `${link.ifname} reaches into another namespace but is no pod's veth`);
+    }
+    for (const further of nodes.filter((n) => n.index > 1)) {
+      const nodeLinks = await ipJson<Link[]>(further.netns, '-d', 'link', 'show');
+      const nodeIds = await ipJson<{ nsid: number; name?: string }[]>(further.netns, 'netns', 'list-id');
+      for (const link of nodeLinks) {
+        if (link.link_netnsid === undefined) continue;
+        const into = nodeIds.find((id) => id.nsid === link.link_netnsid)?.name;
+        if (link.ifname === 'lh-eth') assert.equal(into, netns, `${further.name}'s lh-eth leads into ${into}, not ${netns}`);
+        else assert.equal(link.master, 'cni0', `${further.name}: ${link.ifname} reaches into another namespace but is no pod's veth`);
+      }
     }
 
     const rootLinks = await ipJson<Link[]>('machine', '-d', 'link', 'show');
     const rootNames = rootLinks.map((link) => link.ifname);
-    for (const name of ['lh-node', 'lh-peer', 'cni0']) assert.ok(!rootNames.includes(name), `${name} appears in the machine's namespace`);
-    // A veth pair across the two namespaces would give the cluster's
-    // namespace an id in the machine's, named after its /run/netns entry.
-    const ids = await ipJson<{ nsid: number; name?: string }[]>('machine', 'netns', 'list-id');
-    const clusterIds = ids.filter((id) => id.name === netns).map((id) => id.nsid);
+    for (const name of ['lh-node', 'lh-peer', 'lh-eth', 'cni0', ...nodes.map((n) => `lh-n${n.index}`)]) {
+      assert.ok(!rootNames.includes(name), `${name} appears in the machine's namespace`);
+    }
+    // A veth pair across into the machine's namespace would give a cluster
+    // namespace an id there, named after its /run/netns entry.
+    const machineIds = await ipJson<{ nsid: number; name?: string }[]>('machine', 'netns', 'list-id');
+    const clusterIds = machineIds.filter((id) => id.name !== undefined && clusterNamespaces.includes(id.name)).map((id) => id.nsid);
     const crossing = rootLinks.filter((link) => link.link_netnsid !== undefined && clusterIds.includes(link.link_netnsid));
     assert.deepEqual(
       crossing.map((link) => link.ifname),
@@ -95,7 +119,7 @@ describe('network namespace of the local cluster', { skip: broughtOwnCluster && 
   });
 });
 
-describe('a pod of the cluster', () => {
+describe('a pod on every node of the cluster', () => {
   let namespace: TestNamespace;
   before(async () => {
     namespace = await createTestNamespace('isolation', { 'pod-security.kubernetes.io/enforce': 'restricted' });
@@ -105,9 +129,15 @@ describe('a pod of the cluster', () => {
   });
 
   test('reaches the API through the kubernetes Service with the unmodified in-cluster configuration', async () => {
+    for (const node of nodes.length > 0 ? nodes.map((n) => n.name) : [undefined]) await kubegetOn(node);
+  });
+
+  async function kubegetOn(nodeName: string | undefined): Promise<void> {
+    const name = nodeName ? `kubeget-${nodeName}` : 'kubeget';
     const pod: V1Pod = {
-      metadata: { name: 'kubeget' },
+      metadata: { name },
       spec: {
+        nodeName,
         restartPolicy: 'Never',
         securityContext: { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } },
         containers: [
@@ -122,21 +152,21 @@ describe('a pod of the cluster', () => {
     };
     await core.createNamespacedPod({ namespace: namespace.name, body: pod });
     const done = await waitFor(
-      'pod kubeget to finish',
+      `pod ${name} to finish`,
       async () => {
-        const current = await core.readNamespacedPod({ name: 'kubeget', namespace: namespace.name });
+        const current = await core.readNamespacedPod({ name, namespace: namespace.name });
         const phase = current.status?.phase;
         return phase === 'Succeeded' || phase === 'Failed' ? current : undefined;
       },
       90_000,
     );
-    const log = await core.readNamespacedPodLog({ name: 'kubeget', namespace: namespace.name, container: 'kubeget' });
-    assert.equal(done.status?.phase, 'Succeeded', `kubeget failed: ${log}`);
+    const log = await core.readNamespacedPodLog({ name, namespace: namespace.name, container: 'kubeget' });
+    assert.equal(done.status?.phase, 'Succeeded', `${name} failed: ${log}`);
 
     const service = await core.readNamespacedService({ name: 'kubernetes', namespace: 'default' });
     const reply = JSON.parse(log.trim()) as { host: string; gitVersion: string };
     assert.equal(reply.host, `https://${service.spec?.clusterIP}:443`, 'in-cluster configuration points at the kubernetes Service');
     const served = await kubeConfig.makeApiClient(VersionApi).getCode();
-    assert.equal(reply.gitVersion, served.gitVersion, 'the pod saw the same API server');
-  });
+    assert.equal(reply.gitVersion, served.gitVersion, `${name} saw the same API server`);
+  }
 });
