@@ -3,8 +3,9 @@
  * (`scripts/release.sh --only cli`) and installed with `npm install -g
  * --prefix`, so that its bin/ holds leaderhook and kubectl-leaderhook.
  */
-import { createHash } from 'node:crypto';
+
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';

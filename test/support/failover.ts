@@ -26,6 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type CoreV1Event,
   loadAllYaml,
+  type V1Affinity,
   type V1ConfigMap,
   type V1ContainerStatus,
   type V1Deployment,
@@ -36,8 +37,8 @@ import {
   type V1RoleBinding,
   type V1ServiceAccount,
 } from '@kubernetes/client-node';
-import { apps, core, createTestNamespace, rbac, waitFor } from './kube.ts';
 import { containerStatus } from './container-runs.ts';
+import { apps, core, createTestNamespace, rbac, waitFor } from './kube.ts';
 import { type LogLine, type Observed, parseTime, type Recording, startRecording } from './recorder.ts';
 import { checkSplitBrain, heartbeatOf, type LockHistory, type LockUnderTest, lockHolderOf, toRecordedHistory, type Violation } from './split-brain.ts';
 
@@ -98,6 +99,10 @@ export interface OperatorOptions {
   extraArgs?: string[];
   /** Extra pod annotations (e.g. leaderhook's grace-period annotation). */
   annotations?: Record<string, string>;
+  /** The Deployment's replicas, instead of the manifest's 2. */
+  replicas?: number;
+  /** The pods' affinity (which nodes, apart from whom). */
+  affinity?: V1Affinity;
 }
 
 /** Applies test/operators/rbac.yaml (ServiceAccount test-operator and the scaffold Roles) in `namespace`. */
@@ -133,6 +138,8 @@ export function operatorManifest(operator: string, options: Omit<OperatorOptions
     if (options.extraArgs) c.args = [...(c.args ?? []), ...options.extraArgs];
   }
   if (options.annotations) template.metadata = { ...template.metadata, annotations: { ...template.metadata?.annotations, ...options.annotations } };
+  if (options.replicas !== undefined) deployment.spec.replicas = options.replicas;
+  if (options.affinity && template.spec) template.spec.affinity = options.affinity;
   return deployment as V1Deployment & { spec: { template: V1PodTemplateSpec } };
 }
 

@@ -4,9 +4,12 @@
  * control plane's network namespace; node K >= 2 has its own namespace,
  * containerd, kubelet and kube-proxy, recorded under `<component>-<node>`.
  */
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { broughtOwnCluster, clusterStateDir } from './kube.ts';
+import { createInterface } from 'node:readline';
+import { broughtOwnCluster, clusterStateDir, core, kubeconfigPath } from './kube.ts';
+import { kubectl } from './leaderhook.ts';
 
 export type NodeComponent = 'containerd' | 'kubelet' | 'kube-proxy';
 
@@ -52,4 +55,62 @@ export function fewerNodesThan(count: number): string | undefined {
   if (broughtOwnCluster) return 'needs the local cluster: it stops and cuts off nodes';
   const have = existsSync(nodesFile) ? clusterNodes().length : 0;
   return have >= count ? undefined : `needs ${count} nodes, the local cluster has ${have}: npm run cluster:up -- --nodes ${count}`;
+}
+
+/** Marks node `name` unschedulable (kubectl cordon). */
+export function cordon(name: string): void {
+  kubectl(['cordon', name]);
+}
+
+/** Marks node `name` schedulable again (kubectl uncordon). */
+export function uncordon(name: string): void {
+  kubectl(['uncordon', name]);
+}
+
+/**
+ * Runs `body` while `name` is the only schedulable node, so that the pods it
+ * creates land there; every other node is uncordoned again whatever happens.
+ */
+export async function onlySchedulable<T>(name: string, body: () => Promise<T>): Promise<T> {
+  const others = clusterNodes().filter((node) => node.name !== name);
+  for (const node of others) cordon(node.name);
+  try {
+    return await body();
+  } finally {
+    for (const node of others) uncordon(node.name);
+  }
+}
+
+export interface DrainOutcome {
+  /** kubectl drain's exit code (0: every pod evicted). */
+  code: number | null;
+  startedAt: number;
+  endedAt: number;
+  /** kubectl drain's output lines, each with when it was read. */
+  lines: { at: number; text: string }[];
+}
+
+/**
+ * `kubectl drain` of node `name` as a cluster upgrade does it: cordon, then
+ * every pod but DaemonSets' evicted through the Eviction API, which honours
+ * PodDisruptionBudgets (kubectl retries a refused eviction every 5 s).
+ */
+export function drain(name: string, timeoutS = 240): Promise<DrainOutcome> {
+  const startedAt = Date.now();
+  const lines: DrainOutcome['lines'] = [];
+  const child = spawn('kubectl', ['--kubeconfig', kubeconfigPath, 'drain', name, '--ignore-daemonsets', '--delete-emptydir-data', `--timeout=${timeoutS}s`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  for (const stream of [child.stdout, child.stderr]) {
+    createInterface({ input: stream }).on('line', (text) => lines.push({ at: Date.now(), text }));
+  }
+  return new Promise((resolve, reject) => {
+    child.on('error', (error) => reject(new Error(`kubectl drain ${name}: ${error.message}`, { cause: error })));
+    child.on('close', (code) => resolve({ code, startedAt, endedAt: Date.now(), lines }));
+  });
+}
+
+/** The node pod `name` of `namespace` runs on (undefined: not scheduled). */
+export async function nodeOf(namespace: string, name: string): Promise<string | undefined> {
+  return (await core.readNamespacedPod({ namespace, name })).spec?.nodeName;
 }

@@ -1,0 +1,193 @@
+/**
+ * `kubectl drain` of the leader's node, the failover a cluster upgrade
+ * brings, on a cluster of three nodes (test/cluster/up.sh --nodes 3), with
+ * and without leaderhook, for the leader-for-life and the Lease operator.
+ *
+ * The drained node holds both operators' leaders (with and without
+ * leaderhook) and one of the webhook's two replicas; the standbys run on the
+ * other nodes. The drain evicts through the Eviction API, so the webhook's
+ * PodDisruptionBudget is honoured while its pod moves: every replacement pod
+ * of the opted-in namespaces is created injected, each old leader frees its
+ * lock by R1 on its SIGTERM, a pod on another node leads, and at every
+ * heartbeat exactly one process writes (the split-brain check). Without
+ * leaderhook the same drain goes through the garbage collector (lock) or the
+ * Lease's expiry, and no hook acts.
+ *
+ * Run: test/cluster/in-netns.sh node --test test/multinode/drain.test.ts
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, type TestContext, test } from 'node:test';
+import type { V1Affinity, V1Pod } from '@kubernetes/client-node';
+import {
+  finishRecording,
+  type LeaderLock,
+  leaderLockOf,
+  loggedBy,
+  releaseEvents,
+  type Scenario,
+  setUpOperator,
+  waitForRecorded,
+  waitForSteadyLeader,
+  waitForTakeover,
+} from '../support/failover.ts';
+import { core, waitFor } from '../support/kube.ts';
+import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl } from '../support/leaderhook.ts';
+import { clusterNodes, drain, fewerNodesThan, onlySchedulable, uncordon } from '../support/nodes.ts';
+
+const INJECTED = 'leaderhook.io/injected';
+const WEBHOOK_NAMESPACE = 'leaderhook-system';
+const WEBHOOK_SELECTOR = 'app.kubernetes.io/component=webhook';
+
+/** Two replicas never on one node: the standby runs where the drain does not reach. */
+function apartFrom(operator: string): V1Affinity {
+  return {
+    podAntiAffinity: {
+      requiredDuringSchedulingIgnoredDuringExecution: [
+        { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { 'app.kubernetes.io/name': operator } } },
+      ],
+    },
+  };
+}
+
+interface Case {
+  operator: 'lfl-operator' | 'lease-operator';
+  withLeaderhook: boolean;
+  scenario: Scenario;
+  lock: LeaderLock<unknown>;
+  leader?: string;
+  standby?: string;
+}
+
+async function webhookPods(): Promise<V1Pod[]> {
+  return (await core.listNamespacedPod({ namespace: WEBHOOK_NAMESPACE, labelSelector: WEBHOOK_SELECTOR })).items;
+}
+
+const ready = (pod: V1Pod) => !pod.metadata?.deletionTimestamp && (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+
+/** Waits until `count` webhook pods are Ready and returns them. */
+async function webhookReady(count: number): Promise<V1Pod[]> {
+  return waitFor(
+    `${count} ready webhook pods`,
+    async () => {
+      const pods = (await webhookPods()).filter(ready);
+      return pods.length === count ? pods : undefined;
+    },
+    120_000,
+    250,
+  );
+}
+
+/** Moves webhook pods onto `node` until `count` of the two run there (the others are deleted while it is the only schedulable node). */
+async function webhookPodsOn(node: string, count: 1 | 2): Promise<void> {
+  await onlySchedulable(node, async () => {
+    const elsewhere = (await webhookReady(2)).filter((pod) => pod.spec?.nodeName !== node);
+    for (const pod of elsewhere.slice(0, Math.max(0, elsewhere.length - (2 - count)))) {
+      await core.deleteNamespacedPod({ namespace: WEBHOOK_NAMESPACE, name: pod.metadata!.name! });
+    }
+    await waitFor(
+      `${count} ready webhook pods on ${node}`,
+      async () =>
+        (await webhookPods()).filter((pod) => ready(pod) && pod.spec?.nodeName === node).length === count && (await webhookPods()).filter(ready).length === 2,
+      120_000,
+      250,
+    );
+  });
+}
+
+describe('kubectl drain of the leader node, on three nodes', { skip: fewerNodesThan(3) }, () => {
+  const nodes = fewerNodesThan(3) ? [] : clusterNodes();
+  // Not node 1, so that the drained node is one that joined: every node is one like the others.
+  const drained = nodes[1]?.name ?? '';
+  let uninstall: (() => Promise<void>) | undefined;
+  before(async () => {
+    uninstall = await installLeaderhook();
+  });
+  after(async () => {
+    uncordon(drained);
+    await uninstall?.();
+  });
+
+  test('both operators, with and without leaderhook: R1 frees each lock with leaderhook, a pod on another node leads, no pod is created uninjected while the webhook moves', async (t: TestContext) => {
+    await webhookPodsOn(drained, 1);
+    const cases: Case[] = [];
+    // Every leader starts alone on the drained node; the standbys come after, on the others.
+    await onlySchedulable(drained, async () => {
+      for (const operator of ['lfl-operator', 'lease-operator'] as const) {
+        for (const withLeaderhook of [true, false]) {
+          const scenario = await setUpOperator(t, {
+            prefix: `mn-drain-${operator === 'lfl-operator' ? 'lfl' : 'lease'}-${withLeaderhook ? 'with' : 'without'}`,
+            operator,
+            options: { shape: 'deployment', withoutPodNameEnv: withLeaderhook, replicas: 1, affinity: apartFrom(operator) },
+            labels: withLeaderhook ? INJECTION_LABEL : {},
+            prepare: withLeaderhook ? (namespace) => grantReleaseHook(namespace, 'test-operator') : undefined,
+          });
+          cases.push({ operator, withLeaderhook, scenario, lock: leaderLockOf(operator) as LeaderLock<unknown> });
+        }
+      }
+      for (const c of cases) {
+        await waitForRecorded(
+          c.scenario.recording,
+          `${c.operator} in ${c.scenario.namespace} to lead`,
+          async () => loggedBy(c.scenario.recording, 'became leader').length > 0,
+          120_000,
+        );
+      }
+    });
+    for (const c of cases) kubectl(['-n', c.scenario.namespace, 'scale', `deployment/${c.operator}`, '--replicas=2']);
+    for (const c of cases) {
+      const { leader, standby } = await waitForSteadyLeader(c.scenario.recording, c.lock.heartbeat);
+      Object.assign(c, { leader, standby });
+      const leaderPod = c.scenario.recording.podNow.get(leader);
+      const standbyPod = c.scenario.recording.podNow.get(standby);
+      assert.equal(leaderPod?.spec?.nodeName, drained, `${c.scenario.namespace}: the leader ${leader} runs on ${drained}`);
+      assert.notEqual(standbyPod?.spec?.nodeName, drained, `${c.scenario.namespace}: the standby ${standby} runs on another node`);
+    }
+
+    const outcome = await drain(drained);
+    const drainOutput = outcome.lines.map((l) => l.text).join('\n');
+    assert.equal(outcome.code, 0, `kubectl drain ${drained} evicted every pod:\n${drainOutput}`);
+
+    const report: string[] = [`drain of ${drained}: ${((outcome.endedAt - outcome.startedAt) / 1000).toFixed(1)} s`];
+    for (const c of cases) {
+      const { recording, namespace } = c.scenario;
+      const leader = c.leader!;
+      const taken = await waitForTakeover(recording, c.lock, leader, outcome.startedAt);
+      const newLeader = c.lock.holderOf(taken.object) ?? '';
+      await waitForRecorded(
+        recording,
+        `${newLeader} to log "became leader"`,
+        async () => loggedBy(recording, 'became leader').some((line) => line.pod === newLeader),
+        120_000,
+      );
+      const newLeaderNode = (await core.readNamespacedPod({ namespace, name: newLeader })).spec?.nodeName;
+      assert.notEqual(newLeaderNode, drained, `${namespace}: the new leader ${newLeader} runs on another node`);
+      const released = releaseEvents(recording, leader);
+      if (c.withLeaderhook) {
+        assert.equal(releaseEvents(recording, leader, 'R1').length, 1, `${namespace}: the evicted leader ${leader} freed its lock by R1`);
+        // Every pod the ReplicaSet created while the webhook moved was injected.
+        const created = recording.pods
+          .filter((event) => event.type === 'ADDED' && new Date(event.object.metadata?.creationTimestamp ?? 0).getTime() >= outcome.startedAt - 1000)
+          .map((event) => event.object);
+        assert.ok(created.length >= 1, `${namespace}: the ReplicaSet created a replacement pod`);
+        for (const pod of created) assert.ok(pod.metadata?.annotations?.[INJECTED], `${namespace}: replacement ${pod.metadata?.name} was created injected`);
+      } else {
+        assert.deepEqual(released, [], `${namespace}: no hook acted without leaderhook`);
+      }
+      const evicted = recording.pods.find((event) => event.object.metadata?.name === leader && event.object.metadata?.deletionTimestamp);
+      const from = evicted?.at ?? outcome.startedAt;
+      const who = newLeader === c.standby ? 'the standby' : 'the replacement pod';
+      report.push(
+        `${c.operator} ${c.withLeaderhook ? 'with' : 'without'} leaderhook: leader ${leader} evicted +${((from - outcome.startedAt) / 1000).toFixed(2)} s, ` +
+          `${released.length > 0 ? `released by ${/\((R\d):/.exec(released[0]?.object.message ?? '')?.[1]} +${((released[0]!.at - from) / 1000).toFixed(2)} s, ` : ''}` +
+          `${who} ${newLeader} on ${newLeaderNode} leads +${((taken.at - from) / 1000).toFixed(2)} s after the eviction`,
+      );
+    }
+    const webhookAfter = await webhookReady(2);
+    assert.ok(
+      webhookAfter.every((pod) => pod.spec?.nodeName !== drained),
+      'both webhook replicas run off the drained node',
+    );
+    for (const c of cases) await finishRecording(c.scenario.recording);
+    for (const line of report) t.diagnostic(line);
+  });
+});
