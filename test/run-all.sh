@@ -8,7 +8,8 @@
 #      the test images are built and imported, and the integration and
 #      end-to-end tests run inside the cluster's network namespace
 #   4. `npm run demo` runs as a user runs it, on the warm cluster
-#   5. the cluster goes down again (also on failure)
+#   5. the cluster grows to three nodes and the multi-node tests run (drains)
+#   6. the cluster goes down again (also on failure)
 # LEADERHOOK_SKIP_CLUSTER=1 stops after step 2. LEADERHOOK_KEEP_CLUSTER=1 leaves
 # the cluster running. With LEADERHOOK_KUBECONFIG set, step 3 uses that cluster
 # instead of building one (see docs/cluster.md).
@@ -113,6 +114,15 @@ if [[ "${LEADERHOOK_SKIP_CLUSTER:-}" != 1 ]]; then
 	if [[ $cluster_started == 1 ]]; then
 		step "npm run demo, as a user runs it (warm)"
 		run_tests demo -- test/demo/npm-run-demo.test.ts
+		step_done
+		# Last, since a pod of the single-node tests could land on any node
+		# once there are three.
+		step "multi-node tests: the cluster grown to three nodes"
+		if bash test/cluster/up.sh --nodes 3; then
+			run_tests multinode bash test/cluster/in-netns.sh -- 'test/multinode/*.test.ts'
+		else
+			status=1
+		fi
 		step_done
 	fi
 	if [[ $cluster_started == 1 && "${LEADERHOOK_KEEP_CLUSTER:-}" != 1 ]]; then

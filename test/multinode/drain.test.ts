@@ -30,8 +30,8 @@ import {
   waitForSteadyLeader,
   waitForTakeover,
 } from '../support/failover.ts';
-import { core, waitFor } from '../support/kube.ts';
-import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl } from '../support/leaderhook.ts';
+import { core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
+import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl, REQUIRED_INJECTION_LABEL } from '../support/leaderhook.ts';
 import { clusterNodes, drain, fewerNodesThan, onlySchedulable, uncordon } from '../support/nodes.ts';
 
 const INJECTED = 'leaderhook.io/injected';
@@ -189,5 +189,77 @@ describe('kubectl drain of the leader node, on three nodes', { skip: fewerNodesT
     );
     for (const c of cases) await finishRecording(c.scenario.recording);
     for (const line of report) t.diagnostic(line);
+  });
+  test('a node holding both webhook replicas: the PDB holds the drain until one runs elsewhere; no pod created uninjected or refused meanwhile', async (t: TestContext) => {
+    uncordon(drained);
+    await webhookPodsOn(drained, 2);
+    const namespaces: { mode: 'enabled' | 'required'; namespace: TestNamespace }[] = [
+      { mode: 'enabled', namespace: await createTestNamespace('mn-drain-enabled', INJECTION_LABEL) },
+      { mode: 'required', namespace: await createTestNamespace('mn-drain-required', REQUIRED_INJECTION_LABEL) },
+    ];
+    t.after(async () => {
+      for (const { namespace } of namespaces) await namespace.cleanup();
+    });
+
+    const created: { mode: string; at: number; injected: boolean; error?: string }[] = [];
+    let creating = true;
+    // Pods that are created and stored but never scheduled: admission is what is tested.
+    const load = (async () => {
+      while (creating) {
+        for (const { mode, namespace } of namespaces) {
+          const at = Date.now();
+          try {
+            const pod = await core.createNamespacedPod({
+              namespace: namespace.name,
+              body: {
+                metadata: { generateName: 'probe-' },
+                spec: { schedulingGates: [{ name: 'leaderhook.test/never' }], containers: [{ name: 'app', image: 'leaderhook.local/pause:3.10' }] },
+              },
+            });
+            created.push({ mode, at, injected: Boolean(pod.metadata?.annotations?.[INJECTED]) });
+          } catch (error) {
+            created.push({ mode, at, injected: false, error: (error as Error).message.split('\n')[0] });
+          }
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    })();
+
+    let outcome: Awaited<ReturnType<typeof drain>>;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      outcome = await drain(drained);
+      await webhookReady(2);
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+    } finally {
+      creating = false;
+      await load;
+    }
+    const output = outcome.lines.map((l) => `+${((l.at - outcome.startedAt) / 1000).toFixed(1)} s ${l.text}`).join('\n');
+    assert.equal(outcome.code, 0, `kubectl drain ${drained} evicted every pod:\n${output}`);
+    const refusals = outcome.lines.filter((l) => /disruption budget/.test(l.text));
+    assert.ok(refusals.length >= 1, `the webhook's PodDisruptionBudget refused an eviction while no other replica ran:\n${output}`);
+    const during = created.filter((c) => c.at >= outcome.startedAt);
+    for (const mode of ['enabled', 'required']) {
+      const own = during.filter((c) => c.mode === mode);
+      assert.ok(own.length >= 10, `pods were created in the ${mode} namespace during the drain (${own.length})`);
+      const failures = own.filter((c) => !c.injected);
+      assert.deepEqual(
+        failures.map((c) => `+${((c.at - outcome.startedAt) / 1000).toFixed(1)} s ${c.error ?? 'created uninjected'}`),
+        [],
+        `${mode}: every pod created during the drain was injected`,
+      );
+    }
+    const webhookAfter = await webhookReady(2);
+    assert.ok(
+      webhookAfter.every((pod) => pod.spec?.nodeName !== drained),
+      'both webhook replicas run off the drained node',
+    );
+    t.diagnostic(
+      `drain of ${drained} with both webhook replicas: ${((outcome.endedAt - outcome.startedAt) / 1000).toFixed(1)} s, ${refusals.length} evictions refused by the PDB (first +${((refusals[0]!.at - outcome.startedAt) / 1000).toFixed(1)} s, last +${((refusals.at(-1)!.at - outcome.startedAt) / 1000).toFixed(1)} s)`,
+    );
+    t.diagnostic(
+      `pods created during the drain: ${during.filter((c) => c.mode === 'enabled').length} enabled, ${during.filter((c) => c.mode === 'required').length} required; all injected`,
+    );
   });
 });
