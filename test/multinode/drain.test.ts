@@ -17,46 +17,16 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, type TestContext, test } from 'node:test';
-import type { V1Affinity, V1Pod } from '@kubernetes/client-node';
-import {
-  finishRecording,
-  type LeaderLock,
-  leaderLockOf,
-  loggedBy,
-  releaseEvents,
-  type Scenario,
-  setUpOperator,
-  waitForRecorded,
-  waitForSteadyLeader,
-  waitForTakeover,
-} from '../support/failover.ts';
+import type { V1Pod } from '@kubernetes/client-node';
+import { finishRecording, loggedBy, releaseEvents, waitForRecorded, waitForTakeover } from '../support/failover.ts';
 import { core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
-import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl, REQUIRED_INJECTION_LABEL } from '../support/leaderhook.ts';
+import { INJECTION_LABEL, installLeaderhook, REQUIRED_INJECTION_LABEL } from '../support/leaderhook.ts';
+import { leadersOn } from '../support/node-leaders.ts';
 import { clusterNodes, drain, fewerNodesThan, onlySchedulable, uncordon } from '../support/nodes.ts';
 
 const INJECTED = 'leaderhook.io/injected';
 const WEBHOOK_NAMESPACE = 'leaderhook-system';
 const WEBHOOK_SELECTOR = 'app.kubernetes.io/component=webhook';
-
-/** Two replicas never on one node: the standby runs where the drain does not reach. */
-function apartFrom(operator: string): V1Affinity {
-  return {
-    podAntiAffinity: {
-      requiredDuringSchedulingIgnoredDuringExecution: [
-        { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { 'app.kubernetes.io/name': operator } } },
-      ],
-    },
-  };
-}
-
-interface Case {
-  operator: 'lfl-operator' | 'lease-operator';
-  withLeaderhook: boolean;
-  scenario: Scenario;
-  lock: LeaderLock<unknown>;
-  leader?: string;
-  standby?: string;
-}
 
 async function webhookPods(): Promise<V1Pod[]> {
   return (await core.listNamespacedPod({ namespace: WEBHOOK_NAMESPACE, labelSelector: WEBHOOK_SELECTOR })).items;
@@ -109,39 +79,7 @@ describe('kubectl drain of the leader node, on three nodes', { skip: fewerNodesT
 
   test('both operators, with and without leaderhook: R1 frees each lock with leaderhook, a pod on another node leads, no pod is created uninjected while the webhook moves', async (t: TestContext) => {
     await webhookPodsOn(drained, 1);
-    const cases: Case[] = [];
-    // Every leader starts alone on the drained node; the standbys come after, on the others.
-    await onlySchedulable(drained, async () => {
-      for (const operator of ['lfl-operator', 'lease-operator'] as const) {
-        for (const withLeaderhook of [true, false]) {
-          const scenario = await setUpOperator(t, {
-            prefix: `mn-drain-${operator === 'lfl-operator' ? 'lfl' : 'lease'}-${withLeaderhook ? 'with' : 'without'}`,
-            operator,
-            options: { shape: 'deployment', withoutPodNameEnv: withLeaderhook, replicas: 1, affinity: apartFrom(operator) },
-            labels: withLeaderhook ? INJECTION_LABEL : {},
-            prepare: withLeaderhook ? (namespace) => grantReleaseHook(namespace, 'test-operator') : undefined,
-          });
-          cases.push({ operator, withLeaderhook, scenario, lock: leaderLockOf(operator) as LeaderLock<unknown> });
-        }
-      }
-      for (const c of cases) {
-        await waitForRecorded(
-          c.scenario.recording,
-          `${c.operator} in ${c.scenario.namespace} to lead`,
-          async () => loggedBy(c.scenario.recording, 'became leader').length > 0,
-          120_000,
-        );
-      }
-    });
-    for (const c of cases) kubectl(['-n', c.scenario.namespace, 'scale', `deployment/${c.operator}`, '--replicas=2']);
-    for (const c of cases) {
-      const { leader, standby } = await waitForSteadyLeader(c.scenario.recording, c.lock.heartbeat);
-      Object.assign(c, { leader, standby });
-      const leaderPod = c.scenario.recording.podNow.get(leader);
-      const standbyPod = c.scenario.recording.podNow.get(standby);
-      assert.equal(leaderPod?.spec?.nodeName, drained, `${c.scenario.namespace}: the leader ${leader} runs on ${drained}`);
-      assert.notEqual(standbyPod?.spec?.nodeName, drained, `${c.scenario.namespace}: the standby ${standby} runs on another node`);
-    }
+    const cases = await leadersOn(t, drained, 'mn-drain', ['lfl-operator', 'lease-operator']);
 
     const outcome = await drain(drained);
     const drainOutput = outcome.lines.map((l) => l.text).join('\n');
@@ -150,7 +88,7 @@ describe('kubectl drain of the leader node, on three nodes', { skip: fewerNodesT
     const report: string[] = [`drain of ${drained}: ${((outcome.endedAt - outcome.startedAt) / 1000).toFixed(1)} s`];
     for (const c of cases) {
       const { recording, namespace } = c.scenario;
-      const leader = c.leader!;
+      const { leader } = c;
       const taken = await waitForTakeover(recording, c.lock, leader, outcome.startedAt);
       const newLeader = c.lock.holderOf(taken.object) ?? '';
       await waitForRecorded(
@@ -177,7 +115,7 @@ describe('kubectl drain of the leader node, on three nodes', { skip: fewerNodesT
       const from = evicted?.at ?? outcome.startedAt;
       const who = newLeader === c.standby ? 'the standby' : 'the replacement pod';
       report.push(
-        `${c.operator} ${c.withLeaderhook ? 'with' : 'without'} leaderhook: leader ${leader} evicted +${((from - outcome.startedAt) / 1000).toFixed(2)} s, ` +
+        `${c.label}: leader ${leader} evicted +${((from - outcome.startedAt) / 1000).toFixed(2)} s, ` +
           `${released.length > 0 ? `released by ${/\((R\d):/.exec(released[0]?.object.message ?? '')?.[1]} +${((released[0]!.at - from) / 1000).toFixed(2)} s, ` : ''}` +
           `${who} ${newLeader} on ${newLeaderNode} leads +${((taken.at - from) / 1000).toFixed(2)} s after the eviction`,
       );

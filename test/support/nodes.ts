@@ -4,12 +4,13 @@
  * control plane's network namespace; node K >= 2 has its own namespace,
  * containerd, kubelet and kube-proxy, recorded under `<component>-<node>`.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { broughtOwnCluster, clusterStateDir, core, kubeconfigPath } from './kube.ts';
 import { kubectl } from './leaderhook.ts';
+import { repo } from './tools.ts';
 
 export type NodeComponent = 'containerd' | 'kubelet' | 'kube-proxy';
 
@@ -113,4 +114,82 @@ export function drain(name: string, timeoutS = 240): Promise<DrainOutcome> {
 /** The node pod `name` of `namespace` runs on (undefined: not scheduled). */
 export async function nodeOf(namespace: string, name: string): Promise<string | undefined> {
   return (await core.readNamespacedPod({ namespace, name })).spec?.nodeName;
+}
+
+/**
+ * Cuts node `node` off: the control plane's end of its veth pair goes down,
+ * so its kubelet and its pods lose the API server while they keep running,
+ * as a node behind a broken switch does. `heal` (up.sh) brings the link, its
+ * routes and anything stopped back.
+ */
+export function cutOff(node: ClusterNode): void {
+  if (node.index === 1) throw new Error(`node ${node.name} shares the control plane's namespace and cannot be cut off from it`);
+  execFileSync('ip', ['link', 'set', `lh-n${node.index}`, 'down'], { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+/** Brings every node, link and component of the local cluster back (test/cluster/up.sh starts only what is missing). */
+export function heal(): void {
+  execFileSync('bash', [join(repo, 'test/cluster/up.sh')], { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+/**
+ * Stops node `node` for real, as a shutdown does: its kubelet (SIGTERM by
+ * its recorded PID), then every container of its containerd (SIGKILL), so
+ * that no process of its pods runs any more. containerd stays, holding
+ * nothing. `heal` starts the kubelet again.
+ */
+export function stopNode(node: ClusterNode): void {
+  const pid = recordedPid(node.component('kubelet'));
+  process.kill(pid, 'SIGTERM');
+  const ctr = ['--address', node.containerdAddress, '--namespace', 'k8s.io'];
+  for (let i = 0; i < 100 && existsSync(`/proc/${pid}`); i++) execFileSync('sleep', ['0.1']);
+  const tasks = execFileSync('ctr', [...ctr, 'tasks', 'ls', '-q'], { encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean);
+  for (const task of tasks) execFileSync('ctr', [...ctr, 'tasks', 'kill', '--signal', 'SIGKILL', task], { stdio: 'ignore' });
+}
+
+/** The PID the local cluster recorded for `component`, checked to still be that program. */
+function recordedPid(component: string): number {
+  const file = join(clusterStateDir, 'pids', `${component}.pid`);
+  const pid = Number(readFileSync(file, 'utf8').trim());
+  const cmd = readFileSync(join(clusterStateDir, 'pids', `${component}.cmd`), 'utf8').trim();
+  const cmdline = existsSync(`/proc/${pid}/cmdline`) ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : '';
+  if (!cmdline.includes(cmd)) throw new Error(`${file} names PID ${pid}, which is not the running ${component}`);
+  return pid;
+}
+
+/** The Ready condition's status of node `name` (Unknown once its kubelet stopped posting). */
+export async function nodeReadyStatus(name: string): Promise<string | undefined> {
+  return (await core.readNode({ name })).status?.conditions?.find((c) => c.type === 'Ready')?.status;
+}
+
+export const OUT_OF_SERVICE_TAINT = 'node.kubernetes.io/out-of-service=nodeshutdown:NoExecute';
+
+/**
+ * The containers of pod `namespace/pod` whose processes run on node `node`,
+ * as its containerd sees them: what a node cut off from the API server
+ * still runs, whatever the API says.
+ */
+export function runningContainersOf(node: ClusterNode, namespace: string, pod: string): string[] {
+  const ctr = ['--address', node.containerdAddress, '--namespace', 'k8s.io'];
+  const running = new Set(
+    execFileSync('ctr', [...ctr, 'tasks', 'ls'], { encoding: 'utf8' })
+      .split('\n')
+      .slice(1)
+      .map((line) => line.trim().split(/\s+/))
+      .filter((fields) => fields[2] === 'RUNNING')
+      .map((fields) => fields[0]),
+  );
+  const ids = execFileSync(
+    'ctr',
+    [...ctr, 'containers', 'ls', '-q', `labels."io.kubernetes.pod.name"==${pod},labels."io.kubernetes.pod.namespace"==${namespace}`],
+    { encoding: 'utf8' },
+  )
+    .split('\n')
+    .filter((id) => running.has(id));
+  return ids.map((id) => {
+    const info = JSON.parse(execFileSync('ctr', [...ctr, 'containers', 'info', id], { encoding: 'utf8' })) as { Labels?: Record<string, string> };
+    return info.Labels?.['io.kubernetes.container.name'] ?? id;
+  });
 }
