@@ -91,6 +91,23 @@ export const FAULT_SCENARIOS: Record<string, FaultScenarioText> = {
     zero: 'the delete of the leader pod, after the outage',
     expected: 'failover',
   },
+  'lfl-node-drain': {
+    description:
+      '3 nodes; a Deployment of 2 lfl-operator, the leader on the node to drain with one webhook replica, the standby on another; `kubectl drain` of that node (evictions through the Eviction API, PDBs honoured)',
+    zero: 'the drain',
+    expected: 'failover',
+  },
+  'lease-node-drain': {
+    description: 'as lfl-node-drain, with a Deployment of 2 lease-operator (controller-runtime, 15 s lease, no ReleaseOnCancel)',
+    zero: 'the drain',
+    expected: 'failover',
+  },
+  'node-cut-off': {
+    description:
+      "3 nodes; a Deployment of 2 lfl-operator, the leader on a node that is then cut off from the API server (its kubelet and containers keep running) until NotReady; then the safe remedy: the node's kubelet and containers stopped, and the `node.kubernetes.io/out-of-service` taint",
+    zero: 'the out-of-service taint',
+    expected: 'failover',
+  },
   'webhook-down-enabled': {
     description:
       'a Deployment of 2 lfl-operator that sets POD_NAME itself, in an `enabled` namespace; the webhook scaled to 0, then the leader pod deleted (its replacement is created uninjected)',

@@ -26,8 +26,8 @@ import {
   installLeaderhook,
   kubectl,
   kubectlWithWarnings,
-  readLflLock,
   REQUIRED_INJECTION_LABEL,
+  readLflLock,
 } from '../support/leaderhook.ts';
 
 const SYSTEM = 'leaderhook-system';

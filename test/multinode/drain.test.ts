@@ -17,53 +17,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, type TestContext, test } from 'node:test';
-import type { V1Pod } from '@kubernetes/client-node';
 import { finishRecording, loggedBy, releaseEvents, waitForRecorded, waitForTakeover } from '../support/failover.ts';
-import { core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
+import { core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
 import { INJECTION_LABEL, installLeaderhook, REQUIRED_INJECTION_LABEL } from '../support/leaderhook.ts';
-import { leadersOn } from '../support/node-leaders.ts';
-import { clusterNodes, drain, fewerNodesThan, onlySchedulable, uncordon } from '../support/nodes.ts';
+import { leadersOn, webhookPodsOn, webhookReady } from '../support/node-leaders.ts';
+import { clusterNodes, drain, fewerNodesThan, uncordon } from '../support/nodes.ts';
 
 const INJECTED = 'leaderhook.io/injected';
-const WEBHOOK_NAMESPACE = 'leaderhook-system';
-const WEBHOOK_SELECTOR = 'app.kubernetes.io/component=webhook';
-
-async function webhookPods(): Promise<V1Pod[]> {
-  return (await core.listNamespacedPod({ namespace: WEBHOOK_NAMESPACE, labelSelector: WEBHOOK_SELECTOR })).items;
-}
-
-const ready = (pod: V1Pod) => !pod.metadata?.deletionTimestamp && (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
-
-/** Waits until `count` webhook pods are Ready and returns them. */
-async function webhookReady(count: number): Promise<V1Pod[]> {
-  return waitFor(
-    `${count} ready webhook pods`,
-    async () => {
-      const pods = (await webhookPods()).filter(ready);
-      return pods.length === count ? pods : undefined;
-    },
-    120_000,
-    250,
-  );
-}
-
-/** Moves webhook pods onto `node` until `count` of the two run there (the others are deleted while it is the only schedulable node). */
-async function webhookPodsOn(node: string, count: 1 | 2): Promise<void> {
-  await onlySchedulable(node, async () => {
-    const elsewhere = (await webhookReady(2)).filter((pod) => pod.spec?.nodeName !== node);
-    for (const pod of elsewhere.slice(0, Math.max(0, elsewhere.length - (2 - count)))) {
-      await core.deleteNamespacedPod({ namespace: WEBHOOK_NAMESPACE, name: pod.metadata!.name! });
-    }
-    await waitFor(
-      `${count} ready webhook pods on ${node}`,
-      async () =>
-        (await webhookPods()).filter((pod) => ready(pod) && pod.spec?.nodeName === node).length === count && (await webhookPods()).filter(ready).length === 2,
-      120_000,
-      250,
-    );
-  });
-}
-
 describe('kubectl drain of the leader node, on three nodes', { skip: fewerNodesThan(3) }, () => {
   const nodes = fewerNodesThan(3) ? [] : clusterNodes();
   // Not node 1, so that the drained node is one that joined: every node is one like the others.

@@ -48,6 +48,7 @@ import {
   heal,
   nodeReadyStatus,
   OUT_OF_SERVICE_TAINT,
+  removeOutOfServiceTaint,
   runningContainersOf,
   stopNode,
 } from '../support/nodes.ts';
@@ -70,11 +71,7 @@ async function cutOffUntilNotReady(node: ClusterNode): Promise<{ cutAt: number; 
 
 /** Removes the out-of-service taint (if set) and brings the node back. */
 function restore(node: ClusterNode): void {
-  try {
-    kubectl(['taint', 'node', node.name, 'node.kubernetes.io/out-of-service:NoExecute-']);
-  } catch (error) {
-    if (!/not found/.test((error as Error).message)) throw error;
-  }
+  removeOutOfServiceTaint(node.name);
   heal();
 }
 

@@ -174,7 +174,7 @@ export interface Scenario {
  * (to bind the release hook's Role before the first pod starts).
  */
 export async function setUpOperator(
-  t: TestContext,
+  t: Pick<TestContext, 'after'>,
   init: {
     prefix: string;
     operator: string;

@@ -5,10 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
-import type { V1Affinity } from '@kubernetes/client-node';
+import type { V1Affinity, V1Pod } from '@kubernetes/client-node';
 import { type LeaderLock, leaderLockOf, loggedBy, type Scenario, setUpOperator, waitForRecorded, waitForSteadyLeader } from './failover.ts';
+import { core, waitFor } from './kube.ts';
 import { grantReleaseHook, INJECTION_LABEL, kubectl } from './leaderhook.ts';
 import { onlySchedulable } from './nodes.ts';
+
+const WEBHOOK_NAMESPACE = 'leaderhook-system';
+const WEBHOOK_SELECTOR = 'app.kubernetes.io/component=webhook';
 
 export type OperatorName = 'lfl-operator' | 'lease-operator';
 
@@ -41,7 +45,7 @@ function apartFrom(operator: string): V1Affinity {
  * leads; the second, scaled up afterwards, runs on another node and waits.
  */
 export async function leadersOn(
-  t: TestContext,
+  t: Pick<TestContext, 'after'>,
   node: string,
   prefix: string,
   operators: OperatorName[],
@@ -87,4 +91,40 @@ export async function leadersOn(
 /** Seconds from `from` to `to`, for reports: "+1.23 s". */
 export function since(from: number, to: number | undefined): string {
   return to === undefined ? 'never' : `+${((to - from) / 1000).toFixed(2)} s`;
+}
+
+async function webhookPods(): Promise<V1Pod[]> {
+  return (await core.listNamespacedPod({ namespace: WEBHOOK_NAMESPACE, labelSelector: WEBHOOK_SELECTOR })).items;
+}
+
+const ready = (pod: V1Pod) => !pod.metadata?.deletionTimestamp && (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+
+/** Waits until `count` webhook pods are Ready and returns them. */
+export async function webhookReady(count: number): Promise<V1Pod[]> {
+  return waitFor(
+    `${count} ready webhook pods`,
+    async () => {
+      const pods = (await webhookPods()).filter(ready);
+      return pods.length === count ? pods : undefined;
+    },
+    120_000,
+    250,
+  );
+}
+
+/** Moves webhook pods onto `node` until `count` of the two run there (the others are deleted while it is the only schedulable node). */
+export async function webhookPodsOn(node: string, count: 1 | 2): Promise<void> {
+  await onlySchedulable(node, async () => {
+    const elsewhere = (await webhookReady(2)).filter((pod) => pod.spec?.nodeName !== node);
+    for (const pod of elsewhere.slice(0, Math.max(0, elsewhere.length - (2 - count)))) {
+      await core.deleteNamespacedPod({ namespace: WEBHOOK_NAMESPACE, name: pod.metadata!.name! });
+    }
+    await waitFor(
+      `${count} ready webhook pods on ${node}`,
+      async () =>
+        (await webhookPods()).filter((pod) => ready(pod) && pod.spec?.nodeName === node).length === count && (await webhookPods()).filter(ready).length === 2,
+      120_000,
+      250,
+    );
+  });
 }

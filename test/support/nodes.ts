@@ -193,3 +193,12 @@ export function runningContainersOf(node: ClusterNode, namespace: string, pod: s
     return info.Labels?.['io.kubernetes.container.name'] ?? id;
   });
 }
+
+/** Removes the out-of-service taint from node `name`; nothing to do when it has none. */
+export function removeOutOfServiceTaint(name: string): void {
+  try {
+    kubectl(['taint', 'node', name, 'node.kubernetes.io/out-of-service:NoExecute-']);
+  } catch (error) {
+    if (!/not found/.test((error as Error).message)) throw error;
+  }
+}
