@@ -5,6 +5,15 @@
 STATE="${LEADERHOOK_CLUSTER_DIR:-$HOME/.cache/leaderhook/cluster}"
 CACHE="${LEADERHOOK_CACHE:-$HOME/.cache/leaderhook}"
 NETNS="${LEADERHOOK_NETNS:-leaderhook}"
+# The Kubernetes version the cluster is built from and runs: a minor (1.37)
+# or an exact version (1.37.2) that build.sh --list names. The default's
+# module files are go.mod and go.sum; every other version's are
+# versions/v1.MINOR.mod and .sum (versions/update.sh writes them).
+KUBE_VERSION_DEFAULT=1.34
+KUBE_VERSION="${LEADERHOOK_KUBE_VERSION:-$KUBE_VERSION_DEFAULT}"
+# The only toolchain allowed for a version whose modfile needs a newer Go than
+# the machine's: the go command fetches it from the module proxy.
+KUBE_GOTOOLCHAIN=go1.27.3
 NODE_NAME="${LEADERHOOK_NODE_NAME:-leaderhook-node}"
 # Node 1 shares the control plane's namespace. Both ends of its veth pair
 # stay inside the namespace: the node gets an ordinary address and nothing
