@@ -2,7 +2,8 @@
 # Runs a command inside the local cluster's network namespace, the only place
 # from which the cluster can be reached, with the cluster's env file
 # (KUBECONFIG, LEADERHOOK_NETNS, NODE_IP, NODE_NAME, CONTAINERD_ADDRESS,
-# LEADERHOOK_REGISTRY, LEADERHOOK_REGISTRY_CA) exported. The command keeps
+# LEADERHOOK_REGISTRY, LEADERHOOK_REGISTRY_CA, LEADERHOOK_KUBE_VERSION, LEADERHOOK_KUBE_BINDIR)
+# exported. The command keeps
 # the caller's mounts, files and user.
 #
 #   test/cluster/in-netns.sh CMD [ARGS...]
@@ -17,5 +18,6 @@ set -a
 # shellcheck disable=SC1091
 source "$STATE/env"
 set +a
-export PATH="$CACHE/bin:$PATH"
+# The cluster's own version of kubectl and the components first.
+export PATH="${LEADERHOOK_KUBE_BINDIR:-$CACHE/bin}:$CACHE/bin:$PATH"
 exec nsenter --net="/run/netns/$NETNS" -- "$@"

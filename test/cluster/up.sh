@@ -14,9 +14,15 @@
 #
 #   --nodes N   nodes of the cluster, 1 to 8 (default: as many as it has, or 1)
 #
+# The Kubernetes version is LEADERHOOK_KUBE_VERSION's (test/cluster/build.sh
+# --list names them; default in lib.sh). A state directory keeps the version
+# that created it.
+#
 # Afterwards $STATE/env holds KUBECONFIG, LEADERHOOK_NETNS, NODE_IP,
 # NODE_NAME, CONTAINERD_ADDRESS (node 1's), CONTAINERD_ADDRESSES (every
-# node's), LEADERHOOK_REGISTRY and LEADERHOOK_REGISTRY_CA, and $STATE/nodes.tsv
+# node's), LEADERHOOK_REGISTRY, LEADERHOOK_REGISTRY_CA, LEADERHOOK_KUBE_VERSION
+# (the cluster's, e.g. v1.34.4) and LEADERHOOK_KUBE_BINDIR (its components and
+# kubectl), and $STATE/nodes.tsv
 # a line per node (name, network namespace, address, containerd socket);
 # test/cluster/in-netns.sh runs a command inside the namespace with it.
 # test/cluster/down.sh stops everything.
@@ -121,12 +127,20 @@ fi
 
 phase "kubecluster binary"
 "$here/build.sh" >/dev/null
-bindir="$CACHE/bin"
+bindir="$("$here/build.sh" --print-bindir)"
+kube_version="$("$bindir/kubectl" version --client -o json | sed -n 's/.*"gitVersion": *"\(v[0-9.]*\)".*/\1/p' | head -n1)"
+[[ -n "$kube_version" ]] || die "could not read the version of $bindir/kubectl"
+# A cluster's state (etcd's data above all) belongs to the version that
+# wrote it: another version gets a state directory of its own.
+if [[ -s "$STATE/kube-version" && "$(cat "$STATE/kube-version")" != "$kube_version" ]]; then
+	die "$STATE holds a cluster of Kubernetes $(cat "$STATE/kube-version"), not $kube_version: set LEADERHOOK_CLUSTER_DIR and LEADERHOOK_NETNS to another cluster's, or down.sh --purge this one"
+fi
 phase "cert-manager binary and CRDs"
 cert_manager="$("$repo/test/cert-manager/build.sh")"
 cert_manager_crds="$("$repo/test/cert-manager/build.sh" --crds)"
 
 mkdir -p "$STATE"/{pids,logs,pki,etcd,cni/net.d,cni/ipam,containerd,kubelet,pod-logs,config,registry}
+echo "$kube_version" >"$STATE/kube-version"
 pki="$STATE/pki"
 cfg="$STATE/config"
 
@@ -241,6 +255,8 @@ NODE_NAME=$NODE_NAME
 CONTAINERD_ADDRESS=$CONTAINERD_ADDRESS
 CONTAINERD_ADDRESSES="$(for ((k = 1; k <= nodes; k++)); do node_vars "$k"; echo "$n_containerd_address"; done | paste -sd' ')"
 LEADERHOOK_REGISTRY=$REGISTRY
+LEADERHOOK_KUBE_VERSION=$kube_version
+LEADERHOOK_KUBE_BINDIR=$bindir
 LEADERHOOK_REGISTRY_CA=$pki/ca.crt
 EOF
 
