@@ -28,6 +28,7 @@ import { applyOperatorRbac, operatorManifest } from '../support/failover.ts';
 import { goldenSettings } from '../support/injection-settings.ts';
 import { core, createTestNamespace, waitFor } from '../support/kube.ts';
 import { grantReleaseHook, leaderhookImage } from '../support/leaderhook.ts';
+import { clusterNode } from '../support/nodes.ts';
 import { percentile } from './stats.ts';
 
 const { values } = parseArgs({
@@ -71,10 +72,11 @@ async function firstLogAt(namespace: string, name: string, container: string): P
   );
 }
 
-/** RssAnon (MiB) of the process of container `containerId` (containerd://...), through containerd's task list. */
-function containerRssAnonMiB(containerId: string): number {
+/** RssAnon (MiB) of the process of container `containerId` (containerd://...), through the task list of its node's containerd. */
+function containerRssAnonMiB(containerId: string, nodeName: string | undefined): number {
   const id = containerId.replace(/^containerd:\/\//, '');
-  const tasks = execFileSync('ctr', ['--address', process.env.CONTAINERD_ADDRESS ?? '', '--namespace', 'k8s.io', 'task', 'ls'], { encoding: 'utf8' });
+  const address = nodeName ? clusterNode(nodeName).containerdAddress : (process.env.CONTAINERD_ADDRESS ?? '');
+  const tasks = execFileSync('ctr', ['--address', address, '--namespace', 'k8s.io', 'task', 'ls'], { encoding: 'utf8' });
   const pid = tasks
     .split('\n')
     .map((l) => l.trim().split(/\s+/))
@@ -106,7 +108,7 @@ try {
       await new Promise((resolve) => setTimeout(resolve, 3_000));
       const live = await core.readNamespacedPod({ name, namespace: ns.name });
       const hook = live.status?.initContainerStatuses?.find((c) => c.name === 'leaderhook-release');
-      hookRss.push(containerRssAnonMiB(hook?.containerID ?? ''));
+      hookRss.push(containerRssAnonMiB(hook?.containerID ?? '', live.spec?.nodeName));
     }
     await core.deleteNamespacedPod({ name, namespace: ns.name, gracePeriodSeconds: 0 });
   }
