@@ -38,15 +38,16 @@ usage() {
 	sed -n '/^#   test\/cluster\/up.sh/,/^#   --nodes/p' "$0" | sed 's/^#//' >&2
 }
 nodes=""
+nodes_given=false
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--nodes)
 		[[ $# -ge 2 ]] || { usage; die "--nodes needs a number"; }
-		nodes="$2"
+		nodes="$2" nodes_given=true
 		shift 2
 		;;
 	--nodes=*)
-		nodes="${1#--nodes=}"
+		nodes="${1#--nodes=}" nodes_given=true
 		shift
 		;;
 	-h | --help)
@@ -59,7 +60,7 @@ while [[ $# -gt 0 ]]; do
 		;;
 	esac
 done
-if [[ -n "$nodes" ]]; then
+if $nodes_given; then
 	if ! [[ "$nodes" =~ ^[1-9][0-9]*$ ]] || ((nodes > MAX_NODES)); then
 		die "--nodes $nodes: a number of nodes from 1 to $MAX_NODES"
 	fi
