@@ -86,11 +86,12 @@ export function runRecord(script: string, argv: readonly string[], timeoutMs: nu
       .match(/"gitVersion":\s*"(v[^"]+)"/g)
       ?.at(-1)
       ?.replace(/.*"(v[^"]+)"/, '$1') ?? '?';
+  const nodes = kubectl(['get', 'nodes', '-o', 'name']).split('\n').filter(Boolean).length;
   return {
     kind: 'run',
     command: `npm run ${script} -- ${argv.join(' ')}`.trim(),
     startedAt: new Date().toISOString(),
-    machine: `${cpus().length} cores; the local cluster of test/cluster (Kubernetes ${version}, one node)`,
+    machine: `${cpus().length} cores; the local cluster of test/cluster (Kubernetes ${version}, ${nodes === 1 ? 'one node' : `${nodes} nodes`})`,
     timeoutMs,
   };
 }
