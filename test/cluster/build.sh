@@ -25,6 +25,8 @@
 # The version variables (gitVersion, gitMajor, gitMinor) come from the
 # k8s.io/kubernetes version of the module file. A module file whose `go` line
 # is newer than the local Go is built with GOTOOLCHAIN=$KUBE_GOTOOLCHAIN (lib.sh).
+# Before 1.34 the kubelet's NewKubeletCommand takes no context: main.go is
+# compiled through a -overlay ($CACHE/overlay/v1.MINOR/) with that call changed.
 # Extra go flags go through GOFLAGS, e.g. GOFLAGS="-buildvcs=false -p=1" for one
 # package at a time.
 set -euo pipefail
