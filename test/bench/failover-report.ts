@@ -9,8 +9,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
-import { freedByCounts, type PhaseStats, phaseStats, scenariosOf, seconds, splitBrainOf, splitRun, targets, timeoutSeconds } from './failover-summary.ts';
 import { type FailoverRecord, PHASES, type RunRecord, SCENARIOS, type TrialRecord } from './failover-trials.ts';
+import { freedByCounts, type PhaseStats, phaseStats, scenariosOf, seconds, splitBrainOf, splitRun, targets, timeoutSeconds } from './failover-summary.ts';
 
 export const SVG_FILE = 'failover.svg';
 export const MARKDOWN_FILE = 'failover.md';

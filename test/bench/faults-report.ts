@@ -6,9 +6,9 @@
  * releases, hook restarts and split brain.
  */
 import { writeFile } from 'node:fs/promises';
-import { seconds, timeoutSeconds } from './failover-summary.ts';
-import type { RunRecord } from './failover-trials.ts';
 import { FAULT_SCENARIOS, type FaultOutcome, type FaultRecord, type FaultTrialRecord } from './fault-trials.ts';
+import type { RunRecord } from './failover-trials.ts';
+import { seconds, timeoutSeconds } from './failover-summary.ts';
 import { percentile } from './stats.ts';
 
 const MODES = [

@@ -44,10 +44,10 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { ensureDevCertificates } from '../../src/webhook/devcerts.ts';
+import { createMemoryCgroup, type MemoryCgroup } from './memory-cgroup.ts';
 import { buildPeer, type ServerProcess, startPeer, startServerProcess } from '../peers/webhook/process.ts';
 import { goldenSettings } from '../support/injection-settings.ts';
 import { compileLeaderhook, readStatus } from './compiled-webhook.ts';
-import { createMemoryCgroup, type MemoryCgroup } from './memory-cgroup.ts';
 import { closedLoop, type LoadResult, mutateRequest, openLoop, probe, type Target } from './webhook-client.ts';
 import { kubebuilderReview, largePodReview } from './webhook-pods.ts';
 

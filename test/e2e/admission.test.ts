@@ -26,8 +26,8 @@ import {
   installLeaderhook,
   kubectl,
   kubectlWithWarnings,
-  REQUIRED_INJECTION_LABEL,
   readLflLock,
+  REQUIRED_INJECTION_LABEL,
 } from '../support/leaderhook.ts';
 
 const SYSTEM = 'leaderhook-system';

@@ -26,8 +26,8 @@ import { HOOK_CONTAINER_NAME } from '../../src/injector/index.ts';
 import { version } from '../../src/version.ts';
 import {
   finishRecording,
-  heartbeats,
   heartbeatWriters,
+  heartbeats,
   type LeaderLock,
   leaseLock,
   lflLock,

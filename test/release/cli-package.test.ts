@@ -17,15 +17,15 @@ import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { releaseMetadata } from '../../scripts/release/metadata.ts';
 import { shortRevision } from '../../src/build-info.ts';
 import type { ReportDocument } from '../../src/check/report.ts';
 import { MINIMUM_NODE } from '../../src/node-support.ts';
 import { version } from '../../src/version.ts';
+import { releaseMetadata } from '../../scripts/release/metadata.ts';
 import { type CliOptions, runCli } from '../support/cli.ts';
-import { type InstalledCli, installCli, packCli } from '../support/cli-package.ts';
 import { injectCliCases, injectCliDir, injectCliFlags, STDERR, STDOUT } from '../support/inject-cli-goldens.ts';
 import { goldenSettings } from '../support/injection-settings.ts';
+import { type InstalledCli, installCli, packCli } from '../support/cli-package.ts';
 import { npmNodeDir } from '../support/npm-node.ts';
 import { serveHealthyCluster, writeKubeconfig } from '../unit/check/fake-api-server.ts';
 

@@ -3,9 +3,8 @@
  * (`scripts/release.sh --only cli`) and installed with `npm install -g
  * --prefix`, so that its bin/ holds leaderhook and kubectl-leaderhook.
  */
-
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';

@@ -7,7 +7,8 @@
  * namespace: everything here is per operator (pods by name prefix, the lock
  * by name), never "any pod of the namespace".
  */
-
+import { core, waitFor } from './kube.ts';
+import { deleteNamespaceAndWait, grantReleaseHook, INJECTION_LABEL } from './leaderhook.ts';
 import {
   applyOperatorRbac,
   createOperator,
@@ -17,8 +18,8 @@ import {
   lastRenewal,
   leaseLock,
   lflLock,
-  loggedBy,
   logOf,
+  loggedBy,
   type Mark,
   mark,
   OPERATOR_CONTAINER,
@@ -31,8 +32,6 @@ import {
   waitForRecorded,
   waitForTakeover,
 } from './failover.ts';
-import { core, waitFor } from './kube.ts';
-import { deleteNamespaceAndWait, grantReleaseHook, INJECTION_LABEL } from './leaderhook.ts';
 
 export type OperatorName = 'lfl-operator' | 'lease-operator';
 

@@ -7,8 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import { after, describe, it } from 'node:test';
 import { BUILD_INFO_FILE, buildRevision, formatBuildInfo, gitRevision, shortRevision } from '../../src/build-info.ts';
 
 const commit = '0123456789abcdef0123456789abcdef01234567';

@@ -7,9 +7,9 @@
 import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { healthyCluster, fakeApi, type FakeCluster } from './fake-cluster.ts';
 import { KubeApiError } from '../../../src/kube/errors.ts';
 import { createCertificateAuthority, issueServingCertificate, WEBHOOK_SERVICE_NAMES } from '../../../src/webhook/devcerts.ts';
-import { type FakeCluster, fakeApi, healthyCluster } from './fake-cluster.ts';
 
 export function serve(cluster: FakeCluster): Promise<Server> {
   const api = fakeApi(cluster);

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import type { Logger } from '../../../src/log.ts';
-import { type RunningWebhook, startWebhookServer, type WebhookServerOptions } from '../../../src/webhook/server.ts';
 import { goldenSettings } from '../../support/injection-settings.ts';
+import { type RunningWebhook, startWebhookServer, type WebhookServerOptions } from '../../../src/webhook/server.ts';
 
 export const testdata = new URL('../../testdata/admission/', import.meta.url);
 
