@@ -29,6 +29,7 @@ import {
   evictableOperatorPod,
   killAndRestartApiServer,
   scaleWebhook,
+  startStoppedComponents,
   waitForEviction,
   waitForKubeletToAct,
   whileNodeNotReady,
@@ -42,7 +43,6 @@ import {
   cutOff,
   drain,
   fewerNodesThan,
-  heal,
   nodeReadyStatus,
   OUT_OF_SERVICE_TAINT,
   removeOutOfServiceTaint,
@@ -494,7 +494,7 @@ const nodeCutOff: TrialRun = async (scenario, trial) => {
     );
   } finally {
     removeOutOfServiceTaint(node.name);
-    heal();
+    startStoppedComponents();
     await dispose(sides);
   }
 };

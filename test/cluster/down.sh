@@ -149,7 +149,7 @@ done
 for k in "${node_indexes[@]}"; do
 	rm -rf "$(node_dir "$k")/cni/ipam"
 done
-rm -f "$NODE_COUNT_FILE" "$STATE/nodes.tsv"
+rm -f "$STATE/nodes.tsv"
 rm -f "/var/lib/cni/results/$NETNS-"* 2>/dev/null || true
 
 if $purge; then

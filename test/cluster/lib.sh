@@ -30,7 +30,6 @@ POD_CIDR=10.244.0.0/24
 # Nodes 2 and up (up.sh --nodes N): each in a network namespace of its own,
 # joined to the control plane's by one veth pair and to nothing else.
 MAX_NODES=8
-NODE_COUNT_FILE="$STATE/node-count"
 CONTAINERD_ADDRESS="$STATE/containerd/containerd.sock"
 PAUSE_IMAGE=leaderhook.local/pause:3.10
 # The cluster's image registry (Debian's docker-registry, the CNCF
@@ -63,8 +62,9 @@ node_dir() { if (($1 == 1)); then echo "$STATE"; else echo "$STATE/nodes/$(node_
 # node_component K NAME: the name node K's component NAME (containerd,
 # kubelet, kube-proxy) is recorded under in $STATE/pids.
 node_component() { if (($1 == 1)); then echo "$2"; else echo "$2-$(node_name "$1")"; fi; }
-# node_count: how many nodes the cluster was brought up with (1 unless up.sh --nodes).
-node_count() { if [[ -s "$NODE_COUNT_FILE" ]]; then cat "$NODE_COUNT_FILE"; else echo 1; fi; }
+# node_count: how many nodes the cluster was brought up with (1 unless up.sh
+# --nodes): the lines of $STATE/nodes.tsv, which up.sh writes last.
+node_count() { if [[ -s "$STATE/nodes.tsv" ]]; then wc -l <"$STATE/nodes.tsv"; else echo 1; fi; }
 
 # phase NAME: print how long the previous phase took and start timing NAME.
 _phase_name=""

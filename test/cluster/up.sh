@@ -452,7 +452,6 @@ for ((k = 2; k <= nodes; k++)); do
 	node_kubelet "$k"
 	node_ready_wait "$k"
 done
-echo "$nodes" >"$NODE_COUNT_FILE"
 for ((k = 1; k <= nodes; k++)); do
 	node_vars "$k"
 	printf '%s\t%s\t%s\t%s\n' "$n_name" "$n_netns" "$n_ip" "$n_containerd_address"

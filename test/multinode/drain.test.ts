@@ -17,13 +17,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, type TestContext, test } from 'node:test';
+import { annotations } from '../../src/annotations.ts';
 import { finishRecording, loggedBy, releaseEvents, waitForRecorded, waitForTakeover } from '../support/failover.ts';
 import { core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
 import { INJECTION_LABEL, installLeaderhook, REQUIRED_INJECTION_LABEL } from '../support/leaderhook.ts';
 import { leadersOn, webhookPodsOn, webhookReady } from '../support/node-leaders.ts';
 import { clusterNodes, drain, fewerNodesThan, uncordon } from '../support/nodes.ts';
 
-const INJECTED = 'leaderhook.io/injected';
+const INJECTED = annotations.injected;
 describe('kubectl drain of the leader node, on three nodes', { skip: fewerNodesThan(3) }, () => {
   const nodes = fewerNodesThan(3) ? [] : clusterNodes();
   // Not node 1, so that the drained node is one that joined: every node is one like the others.

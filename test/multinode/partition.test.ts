@@ -37,6 +37,7 @@ import {
   waitForRecorded,
   waitForTakeover,
 } from '../support/failover.ts';
+import { startStoppedComponents } from '../support/faults.ts';
 import { waitFor } from '../support/kube.ts';
 import { installLeaderhook, kubectl } from '../support/leaderhook.ts';
 import { leadersOn, type NodeLeaderCase, since } from '../support/node-leaders.ts';
@@ -45,7 +46,6 @@ import {
   clusterNodes,
   cutOff,
   fewerNodesThan,
-  heal,
   nodeReadyStatus,
   OUT_OF_SERVICE_TAINT,
   removeOutOfServiceTaint,
@@ -72,7 +72,7 @@ async function cutOffUntilNotReady(node: ClusterNode): Promise<{ cutAt: number; 
 /** Removes the out-of-service taint (if set) and brings the node back. */
 function restore(node: ClusterNode): void {
   removeOutOfServiceTaint(node.name);
-  heal();
+  startStoppedComponents();
 }
 
 describe('a node cut off from the API server, on three nodes', { skip: fewerNodesThan(3) }, () => {

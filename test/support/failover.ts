@@ -37,8 +37,8 @@ import {
   type V1RoleBinding,
   type V1ServiceAccount,
 } from '@kubernetes/client-node';
-import { containerStatus } from './container-runs.ts';
 import { apps, core, createTestNamespace, rbac, waitFor } from './kube.ts';
+import { containerStatus } from './container-runs.ts';
 import { type LogLine, type Observed, parseTime, type Recording, startRecording } from './recorder.ts';
 import { checkSplitBrain, heartbeatOf, type LockHistory, type LockUnderTest, lockHolderOf, toRecordedHistory, type Violation } from './split-brain.ts';
 

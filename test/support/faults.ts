@@ -14,6 +14,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { applyOperatorRbac, logOf, OPERATOR_CONTAINER, operatorManifest, RELEASE_HOOK_CONTAINER, type Recording, record } from './failover.ts';
 import { broughtOwnCluster, clusterStateDir, core, createTestNamespace, rbac, type TestNamespace, waitFor } from './kube.ts';
 import { grantReleaseHook, INJECTION_LABEL, kubectl } from './leaderhook.ts';
+import { recordedPid } from './nodes.ts';
 import { repo } from './tools.ts';
 
 const pidFile = (component: string) => join(clusterStateDir, 'pids', `${component}.pid`);
@@ -25,15 +26,6 @@ export function clusterProcessFaultsUnavailable(): string | undefined {
     if (!existsSync(pidFile(component))) return `no ${pidFile(component)}: start the local cluster with npm run cluster:up`;
   }
   return undefined;
-}
-
-/** The PID the local cluster recorded for `component`, checked to still be that program. */
-function componentPid(component: string): number {
-  const file = pidFile(component);
-  const pid = Number(readFileSync(file, 'utf8').trim());
-  const cmdline = existsSync(`/proc/${pid}/cmdline`) ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : '';
-  if (!cmdline.includes(component)) throw new Error(`${file} names PID ${pid}, which is not the running ${component}`);
-  return pid;
 }
 
 /** Starts again whatever of the local cluster is not running. */
@@ -54,7 +46,7 @@ async function nodeReady(): Promise<string | undefined> {
  * runs them, not the kubelet.
  */
 export async function whileNodeNotReady<T>(body: (notReadyAt: number) => Promise<T>): Promise<T> {
-  process.kill(componentPid('kubelet'), 'SIGTERM');
+  process.kill(recordedPid('kubelet'), 'SIGTERM');
   try {
     await waitFor('the node to turn NotReady (the kubelet stopped posting status)', async () => (await nodeReady()) !== 'True', 120_000, 1000);
     return await body(Date.now());
@@ -71,7 +63,7 @@ export async function whileNodeNotReady<T>(body: (notReadyAt: number) => Promise
  * was killed.
  */
 export async function killAndRestartApiServer(downMs = 5_000): Promise<number> {
-  const pid = componentPid('kube-apiserver');
+  const pid = recordedPid('kube-apiserver');
   const killedAt = Date.now();
   process.kill(pid, 'SIGKILL');
   // gone, or a zombie nobody reaps (the machine's init may not): either way it serves nothing
@@ -118,7 +110,16 @@ export async function waitForKubeletToAct(namespace: string, timeoutMs = 240_000
   await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
 }
 
-const WEBHOOK_NAMESPACE = 'leaderhook-system';
+export const WEBHOOK_NAMESPACE = 'leaderhook-system';
+
+/** The webhook's pods, as deploy/ labels them. */
+export async function webhookPods(): Promise<V1Pod[]> {
+  return (await core.listNamespacedPod({ namespace: WEBHOOK_NAMESPACE, labelSelector: 'app.kubernetes.io/component=webhook' })).items;
+}
+
+/** Ready and not going away: a pod that serves. */
+export const servingPod = (pod: V1Pod): boolean =>
+  !pod.metadata?.deletionTimestamp && (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 
 /** Scales the webhook's Deployment and waits for that many ready replicas (0: no webhook pod left at all). */
 export async function scaleWebhook(replicas: number): Promise<void> {
@@ -126,9 +127,9 @@ export async function scaleWebhook(replicas: number): Promise<void> {
   await waitFor(
     `the webhook at ${replicas} ready replicas`,
     async () => {
-      const pods = await core.listNamespacedPod({ namespace: WEBHOOK_NAMESPACE, labelSelector: 'app.kubernetes.io/component=webhook' });
-      const ready = pods.items.filter((p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-      return replicas === 0 ? pods.items.length === 0 : ready.length === replicas;
+      const pods = await webhookPods();
+      const ready = pods.filter(servingPod);
+      return replicas === 0 ? pods.length === 0 : ready.length === replicas;
     },
     120_000,
     250,

@@ -7,12 +7,10 @@ import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import type { V1Affinity, V1Pod } from '@kubernetes/client-node';
 import { type LeaderLock, leaderLockOf, loggedBy, type Scenario, setUpOperator, waitForRecorded, waitForSteadyLeader } from './failover.ts';
+import { servingPod, WEBHOOK_NAMESPACE, webhookPods } from './faults.ts';
 import { core, waitFor } from './kube.ts';
 import { grantReleaseHook, INJECTION_LABEL, kubectl } from './leaderhook.ts';
 import { onlySchedulable } from './nodes.ts';
-
-const WEBHOOK_NAMESPACE = 'leaderhook-system';
-const WEBHOOK_SELECTOR = 'app.kubernetes.io/component=webhook';
 
 export type OperatorName = 'lfl-operator' | 'lease-operator';
 
@@ -93,18 +91,12 @@ export function since(from: number, to: number | undefined): string {
   return to === undefined ? 'never' : `+${((to - from) / 1000).toFixed(2)} s`;
 }
 
-async function webhookPods(): Promise<V1Pod[]> {
-  return (await core.listNamespacedPod({ namespace: WEBHOOK_NAMESPACE, labelSelector: WEBHOOK_SELECTOR })).items;
-}
-
-const ready = (pod: V1Pod) => !pod.metadata?.deletionTimestamp && (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
-
 /** Waits until `count` webhook pods are Ready and returns them. */
 export async function webhookReady(count: number): Promise<V1Pod[]> {
   return waitFor(
     `${count} ready webhook pods`,
     async () => {
-      const pods = (await webhookPods()).filter(ready);
+      const pods = (await webhookPods()).filter(servingPod);
       return pods.length === count ? pods : undefined;
     },
     120_000,
@@ -121,8 +113,10 @@ export async function webhookPodsOn(node: string, count: 1 | 2): Promise<void> {
     }
     await waitFor(
       `${count} ready webhook pods on ${node}`,
-      async () =>
-        (await webhookPods()).filter((pod) => ready(pod) && pod.spec?.nodeName === node).length === count && (await webhookPods()).filter(ready).length === 2,
+      async () => {
+        const serving = (await webhookPods()).filter(servingPod);
+        return serving.length === 2 && serving.filter((pod) => pod.spec?.nodeName === node).length === count;
+      },
       120_000,
       250,
     );

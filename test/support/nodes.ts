@@ -10,7 +10,6 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { broughtOwnCluster, clusterStateDir, core, kubeconfigPath } from './kube.ts';
 import { kubectl } from './leaderhook.ts';
-import { repo } from './tools.ts';
 
 export type NodeComponent = 'containerd' | 'kubelet' | 'kube-proxy';
 
@@ -119,24 +118,20 @@ export async function nodeOf(namespace: string, name: string): Promise<string | 
 /**
  * Cuts node `node` off: the control plane's end of its veth pair goes down,
  * so its kubelet and its pods lose the API server while they keep running,
- * as a node behind a broken switch does. `heal` (up.sh) brings the link, its
- * routes and anything stopped back.
+ * as a node behind a broken switch does. startStoppedComponents (up.sh,
+ * test/support/faults.ts) brings the link, its routes and anything stopped
+ * back.
  */
 export function cutOff(node: ClusterNode): void {
   if (node.index === 1) throw new Error(`node ${node.name} shares the control plane's namespace and cannot be cut off from it`);
   execFileSync('ip', ['link', 'set', `lh-n${node.index}`, 'down'], { stdio: ['ignore', 'ignore', 'pipe'] });
 }
 
-/** Brings every node, link and component of the local cluster back (test/cluster/up.sh starts only what is missing). */
-export function heal(): void {
-  execFileSync('bash', [join(repo, 'test/cluster/up.sh')], { stdio: ['ignore', 'ignore', 'pipe'] });
-}
-
 /**
  * Stops node `node` for real, as a shutdown does: its kubelet (SIGTERM by
  * its recorded PID), then every container of its containerd (SIGKILL), so
  * that no process of its pods runs any more. containerd stays, holding
- * nothing. `heal` starts the kubelet again.
+ * nothing. startStoppedComponents starts the kubelet again.
  */
 export function stopNode(node: ClusterNode): void {
   const pid = recordedPid(node.component('kubelet'));
@@ -150,7 +145,7 @@ export function stopNode(node: ClusterNode): void {
 }
 
 /** The PID the local cluster recorded for `component`, checked to still be that program. */
-function recordedPid(component: string): number {
+export function recordedPid(component: string): number {
   const file = join(clusterStateDir, 'pids', `${component}.pid`);
   const pid = Number(readFileSync(file, 'utf8').trim());
   const cmd = readFileSync(join(clusterStateDir, 'pids', `${component}.cmd`), 'utf8').trim();
