@@ -5,7 +5,7 @@
  * pods, from the hook's first log line to the operator's.
  *
  *   test/cluster/in-netns.sh node_modules/.bin/node test/bench/pod-start.bench.ts \
- *     [--pods 20] [--hook-node-flags="--lite-mode ..."]
+ *     [--pods 20] [--hook-node-flags="--lite-mode ..."] [--json FILE]
  *
  * The pods are injected by the pure injector (src/injector) with the test
  * image, not through the webhook, so the figure is the kubelet's cost of the
@@ -18,9 +18,12 @@
  * It also reads the idle hook's private memory (RssAnon) in the first ten
  * injected pods, from /proc of the process containerd runs for it: the
  * shipped figure, in-cluster configuration and all.
+ *
+ * --json FILE also writes every sample there (test/matrix/compatibility.ts,
+ * PodStartSamples), for `npm run test:matrix`.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { V1Pod } from '@kubernetes/client-node';
 import { injectPod } from '../../src/injector/index.ts';
@@ -29,17 +32,19 @@ import { goldenSettings } from '../support/injection-settings.ts';
 import { core, createTestNamespace, waitFor } from '../support/kube.ts';
 import { grantReleaseHook, leaderhookImage } from '../support/leaderhook.ts';
 import { clusterNode } from '../support/nodes.ts';
+import type { PodStartSamples } from '../matrix/compatibility.ts';
 import { percentile } from './stats.ts';
 
 const { values } = parseArgs({
   options: {
     pods: { type: 'string', default: '20' },
     'hook-node-flags': { type: 'string', default: '' },
+    json: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
-  process.stdout.write('usage: node test/bench/pod-start.bench.ts [--pods 20] [--hook-node-flags="--lite-mode ..."]\n');
+  process.stdout.write('usage: node test/bench/pod-start.bench.ts [--pods 20] [--hook-node-flags="--lite-mode ..."] [--json FILE]\n');
   process.exit(0);
 }
 const pods = Number(values.pods);
@@ -123,6 +128,10 @@ try {
       `| added by the hook (p50 / p90) | | ${(percentile(injected, 50) - percentile(plain, 50)).toFixed(0)} | ${(percentile(injected, 90) - percentile(plain, 90)).toFixed(0)} | |\n` +
       `# idle hook in its pod, RssAnon MiB over ${hookRss.length} pods: p50 ${percentile(hookRss, 50).toFixed(1)}, max ${Math.max(...hookRss).toFixed(1)}\n`,
   );
+  if (values.json) {
+    const samples: PodStartSamples = { pods, plainMs: plain, injectedMs: injected, hookToOperatorMs: hookToOperator, hookRssMiB: hookRss };
+    writeFileSync(values.json, `${JSON.stringify(samples)}\n`);
+  }
 } finally {
   await ns.cleanup();
 }

@@ -51,6 +51,9 @@ in_netns() {
 	nsenter --net="/run/netns/$NETNS" -- "$@"
 }
 
+# minor_of VERSION: 37 of v1.37.2 (or 1.37).
+minor_of() { local v="${1#v}"; v="${v#1.}"; echo "${v%%.*}"; }
+
 # node_name K, node_netns K, node_ip K, node_dir K: node K's name, network
 # namespace, address and state directory. Node 1 keeps the single-node
 # cluster's layout, so that a cluster grown from one node changes nothing of

@@ -235,7 +235,7 @@ shutdownGracePeriod: 0s
 EOF
 	# A zone per node, as a cloud's nodes have: topology spread and
 	# anti-affinity by zone then mean something.
-	start_in "$n_netns" "$(node_component "$1" kubelet)" "$bindir/kubelet" \
+	start_in "$n_netns" "$(node_component "$1" kubelet)" "$kubelet_bindir/kubelet" \
 		--config="$n_cfg/kubelet.yaml" \
 		--kubeconfig="$STATE/$kubelet_cert.kubeconfig" \
 		--root-dir="$n_dir/kubelet" \
@@ -253,7 +253,8 @@ hostnameOverride: $n_name
 bindAddress: $n_ip
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
-nodePortAddresses: [primary]
+# The node's own address (kube-proxy before 1.31 knows no "primary").
+nodePortAddresses: ["$n_ip/32"]
 # Leave the machine-wide conntrack sysctls alone: the namespace may not write them.
 conntrack:
   maxPerCore: 0

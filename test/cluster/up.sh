@@ -136,6 +136,19 @@ kube_version="$("$bindir/kubectl" version --client -o json | sed -n 's/.*"gitVer
 if [[ -s "$STATE/kube-version" && "$(cat "$STATE/kube-version")" != "$kube_version" ]]; then
 	die "$STATE holds a cluster of Kubernetes $(cat "$STATE/kube-version"), not $kube_version: set LEADERHOOK_CLUSTER_DIR and LEADERHOOK_NETNS to another cluster's, or down.sh --purge this one"
 fi
+# The kubelets may run an older minor than the control plane, as in a
+# cluster mid-upgrade (the control plane first, then each node's kubelet in
+# place): LEADERHOOK_KUBELET_VERSION. up.sh again without it restarts the
+# kubelets on the control plane's version, their containers left running.
+kubelet_bindir="$bindir" kubelet_version="$kube_version"
+if [[ -n "${LEADERHOOK_KUBELET_VERSION:-}" ]]; then
+	"$here/build.sh" --version "$LEADERHOOK_KUBELET_VERSION" >/dev/null
+	kubelet_bindir="$("$here/build.sh" --version "$LEADERHOOK_KUBELET_VERSION" --print-bindir)"
+	kubelet_version="$("$kubelet_bindir/kubelet" --version | awk '{print $2}')"
+	skew=$(($(minor_of "$kube_version") - $(minor_of "$kubelet_version")))
+	((skew >= 0 && skew <= 3)) ||
+		die "LEADERHOOK_KUBELET_VERSION=$LEADERHOOK_KUBELET_VERSION: a kubelet may be up to three minors older than the API server ($kube_version), never newer"
+fi
 phase "cert-manager binary and CRDs"
 cert_manager="$("$repo/test/cert-manager/build.sh")"
 cert_manager_crds="$("$repo/test/cert-manager/build.sh" --crds)"
@@ -258,6 +271,7 @@ CONTAINERD_ADDRESSES="$(for ((k = 1; k <= nodes; k++)); do node_vars "$k"; echo 
 LEADERHOOK_REGISTRY=$REGISTRY
 LEADERHOOK_KUBE_VERSION=$kube_version
 LEADERHOOK_KUBE_BINDIR=$bindir
+LEADERHOOK_KUBELET_VERSION=$kubelet_version
 LEADERHOOK_REGISTRY_CA=$pki/ca.crt
 EOF
 
