@@ -10,7 +10,7 @@ import { LOCK_GONE_P99_MS, phaseStats, seconds, splitBrainOf, splitRun, trialsOf
 import { parseRecords, type TrialRecord } from '../bench/failover-trials.ts';
 import { percentile } from '../bench/stats.ts';
 
-/** Run first, on a cluster whose kubelet starts one minor older, when that minor is built in the same run. */
+/** Run first, on a cluster whose kubelet starts on an older minor, when one is built. */
 export const KUBELET_UPGRADE_TEST = 'test/e2e/kubelet-upgrade.test.ts';
 
 /** The core end-to-end set, run on every version, and what each file stands for. */
@@ -25,7 +25,7 @@ export const CORE_TESTS: readonly { file: string; covers: string }[] = [
   {
     file: KUBELET_UPGRADE_TEST,
     covers:
-      'the kubelet upgraded in place from the minor before (run where that minor is in the same matrix run): no hook restarted, nothing released, R1 afterwards',
+      'the kubelet upgraded in place from the newest older minor built (at most three older; the cluster-up step names it): no hook restarted, nothing released, R1 afterwards',
   },
   { file: 'test/integration/check.test.ts', covers: '`leaderhook check`: healthy, missing RoleBinding, webhook scaled to 0' },
   { file: 'test/integration/isolation.test.ts', covers: 'the cluster is joined to nothing' },

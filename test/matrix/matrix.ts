@@ -85,6 +85,24 @@ function capture(command: string, args: string[], env: NodeJS.ProcessEnv): Promi
   });
 }
 
+/**
+ * The newest minor below MINOR whose binaries are built (cached), at most
+ * three minors older (the kubelet's skew allowed): the kubelet the cluster of
+ * MINOR starts with for the upgrade-in-place test. Building one costs 20-40
+ * minutes, so the matrix takes what is there and says what it took.
+ */
+async function newestBuiltBelow(minor: string, supported: string[]): Promise<string | undefined> {
+  const older = supported
+    .filter((other) => byMinor(other, minor) < 0 && byMinor(minor, other) <= 3)
+    .sort(byMinor)
+    .reverse();
+  for (const other of older) {
+    const bindir = (await capture('bash', [join(repo, 'test/cluster/build.sh'), '--version', other, '--print-bindir'], process.env)).trim();
+    if (existsSync(join(bindir, 'kubelet'))) return other;
+  }
+  return undefined;
+}
+
 /** The step running now, so that an interrupt ends its process group. */
 let running: { pid: number } | undefined;
 
@@ -136,10 +154,9 @@ interface MatrixOptions {
 }
 
 /**
- * One version's run. `olderKubelet`: the supported minor just below, when it
- * is built in this run too; the cluster then comes up with kubelets of that
- * minor, the kubelet-upgrade test upgrades them in place, and the rest runs
- * on the version's own kubelet.
+ * One version's run. `olderKubelet`: an older minor that is built; the
+ * cluster then comes up with kubelets of that minor, the kubelet-upgrade test
+ * upgrades them in place, and the rest runs on the version's own kubelet.
  */
 async function runVersion(
   minor: string,
@@ -283,10 +300,8 @@ async function main(): Promise<void> {
     say('interrupted: the current step is stopped; its cluster is left for test/cluster/down.sh with its LEADERHOOK_CLUSTER_DIR');
     process.exit(130);
   });
-  const all = [...supported.keys()].sort(byMinor);
   for (const minor of [...versions].sort(byMinor)) {
-    const below = all[all.indexOf(minor) - 1];
-    const olderKubelet = below && versions.includes(below) ? below : undefined;
+    const olderKubelet = await newestBuiltBelow(minor, [...supported.keys()]);
     const result = await runVersion(minor, supported.get(minor)!, olderKubelet, { trials, pods, command }, logDir);
     const failoverRecord = join(recordsDir, failoverFileOf(minor));
     if (!result.failoverRecord) rmSync(failoverRecord, { force: true });
