@@ -195,13 +195,14 @@ async function runVersion(
     return outcome.ok;
   };
 
-  const clusterUp = olderKubelet
-    ? step(`cluster up, kubelet ${olderKubelet}`, 'bash', ['-c', `LEADERHOOK_KUBELET_VERSION=${olderKubelet} bash test/cluster/up.sh`], 20)
-    : step('cluster up', 'bash', [join(repo, 'test/cluster/up.sh')], 20);
+  const clusterUp = () =>
+    olderKubelet
+      ? step(`cluster up, kubelet ${olderKubelet}`, 'bash', ['-c', `LEADERHOOK_KUBELET_VERSION=${olderKubelet} bash test/cluster/up.sh`], 20)
+      : step('cluster up', 'bash', [join(repo, 'test/cluster/up.sh')], 20);
   const ready =
     (await step('build', 'bash', [join(repo, 'test/cluster/build.sh'), '--version', minor], 90)) &&
     (await step('fresh state', 'bash', [join(repo, 'test/cluster/down.sh'), '--purge'], 5)) &&
-    (await clusterUp) &&
+    (await clusterUp()) &&
     (await step('images', 'bash', ['-c', 'bash test/operators/build.sh && bash scripts/build-local-image.sh'], 30));
   if (ready) {
     try {
