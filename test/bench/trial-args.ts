@@ -96,7 +96,4 @@ export function runRecord(script: string, argv: readonly string[], timeoutMs: nu
   };
 }
 
-/** A progress line with the time of day. */
-export const say = (line: string): void => {
-  process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
-};
+export { say } from '../support/progress.ts';

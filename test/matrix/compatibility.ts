@@ -138,8 +138,6 @@ export interface ScenarioSummary {
   lockGoneP99: number;
   newLeaderWithP50: number;
   newLeaderWithoutP50: number;
-  newLeaderWithP90: number;
-  newLeaderWithoutP90: number;
   splitBrainWith: number;
   splitBrainWithout: number;
 }
@@ -149,21 +147,14 @@ export function summarize({ result, trials }: VersionRun): VersionSummary {
   const scenarios = MATRIX_SCENARIOS.filter((scenario) => trialsOf(trials, scenario, true).length > 0).map((scenario): ScenarioSummary => {
     const withHook = trialsOf(trials, scenario, true);
     const without = trialsOf(trials, scenario, false);
+    const lockGone = phaseStats(withHook, 'lockFreedMs');
     return {
       scenario,
       trials: withHook.length,
-      lockGoneP50: phaseStats(withHook, 'lockFreedMs').p50,
-      lockGoneP99: phaseStats(withHook, 'lockFreedMs').p99,
+      lockGoneP50: lockGone.p50,
+      lockGoneP99: lockGone.p99,
       newLeaderWithP50: phaseStats(withHook, 'newLeaderMs').p50,
       newLeaderWithoutP50: phaseStats(without, 'newLeaderMs').p50,
-      newLeaderWithP90: percentile(
-        withHook.map((trial) => trial.newLeaderMs ?? Number.POSITIVE_INFINITY),
-        90,
-      ),
-      newLeaderWithoutP90: percentile(
-        without.map((trial) => trial.newLeaderMs ?? Number.POSITIVE_INFINITY),
-        90,
-      ),
       splitBrainWith: splitBrainOf(withHook),
       splitBrainWithout: splitBrainOf(without),
     };

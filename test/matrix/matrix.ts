@@ -16,7 +16,7 @@
  * up.sh; the tests and benchmarks enter the cluster's through in-netns.sh.
  * A step's output goes to a log file; a failed step prints its last lines.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, cpus } from 'node:os';
 import { join } from 'node:path';
@@ -38,6 +38,7 @@ import {
   type TestResult,
   type VersionResult,
 } from './compatibility.ts';
+import { say } from '../support/progress.ts';
 
 const repo = new URL('../..', import.meta.url).pathname.replace(/\/$/, '');
 const recordsDir = join(repo, 'docs/compatibility');
@@ -51,10 +52,6 @@ const usage = `usage: npm run test:matrix -- [--versions 1.30,1.34,1.37] [--tria
   --pods N         pods of each kind for the pod-start benchmark (default ${MATRIX_PODS_DEFAULT})
   --render         only render docs/compatibility.md and the README's block from docs/compatibility/
 `;
-
-const say = (line: string): void => {
-  process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
-};
 
 function positive(name: string, value: string): number {
   const n = Number(value);
@@ -103,8 +100,22 @@ async function newestBuiltBelow(minor: string, supported: string[]): Promise<str
   return undefined;
 }
 
-/** The step running now, so that an interrupt ends its process group. */
+/** The step running now, and its version's cluster, so that an interrupt ends both. */
 let running: { pid: number } | undefined;
+let clusterEnv: NodeJS.ProcessEnv | undefined;
+
+/** SIGTERM to a step's process group, SIGKILL to whatever of it still runs 10 s later. */
+function endGroup(pid: number): void {
+  const signal = (name: NodeJS.Signals) => {
+    try {
+      process.kill(-pid, name);
+    } catch {
+      // the group is gone
+    }
+  };
+  signal('SIGTERM');
+  setTimeout(() => signal('SIGKILL'), 10_000).unref();
+}
 
 /**
  * Runs one step in a process group of its own, its output to LOG; ends the
@@ -121,7 +132,7 @@ function runStep(name: string, command: string, args: string[], env: NodeJS.Proc
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      process.kill(-child.pid!, 'SIGTERM');
+      endGroup(child.pid!);
     }, timeoutMs);
     const finish = (code: number | null, error?: Error) => {
       clearTimeout(timer);
@@ -186,10 +197,11 @@ async function runVersion(
     steps: [],
     tests: [],
   };
-  const step = async (name: string, command: string, args: readonly string[], timeoutMinutes: number): Promise<boolean> => {
+  clusterEnv = env;
+  const step = async (name: string, command: string, args: readonly string[], timeoutMinutes: number, extraEnv: NodeJS.ProcessEnv = {}): Promise<boolean> => {
     const log = join(dir, `${name.replace(/[^a-z0-9.-]+/gi, '_')}.log`);
     say(`${minor}: ${name} ...`);
-    const outcome = await runStep(name, command, [...args], env, log, timeoutMinutes * 60_000);
+    const outcome = await runStep(name, command, [...args], { ...env, ...extraEnv }, log, timeoutMinutes * 60_000);
     result.steps.push(outcome);
     say(`${minor}: ${name} ${outcome.ok ? 'ok' : 'FAILED'} in ${outcome.seconds} s${outcome.ok ? '' : ` (${outcome.detail}); log ${log}:\n${tail(log)}`}`);
     return outcome.ok;
@@ -197,7 +209,7 @@ async function runVersion(
 
   const clusterUp = () =>
     olderKubelet
-      ? step(`cluster up, kubelet ${olderKubelet}`, 'bash', ['-c', `LEADERHOOK_KUBELET_VERSION=${olderKubelet} bash test/cluster/up.sh`], 20)
+      ? step(`cluster up, kubelet ${olderKubelet}`, 'bash', [join(repo, 'test/cluster/up.sh')], 20, { LEADERHOOK_KUBELET_VERSION: olderKubelet })
       : step('cluster up', 'bash', [join(repo, 'test/cluster/up.sh')], 20);
   const ready =
     (await step('build', 'bash', [join(repo, 'test/cluster/build.sh'), '--version', minor], 90)) &&
@@ -256,6 +268,7 @@ async function runVersion(
     if (result.failoverRecord) copyFileSync(failoverOut, join(recordsDir, failoverFileOf(minor)));
   }
   await step('cluster down', 'bash', [join(repo, 'test/cluster/down.sh')], 5);
+  clusterEnv = undefined;
   result.finishedAt = new Date().toISOString();
   return result;
 }
@@ -297,8 +310,9 @@ async function main(): Promise<void> {
   mkdirSync(recordsDir, { recursive: true });
   say(`${command}: ${versions.length} version(s); logs in ${logDir}`);
   process.once('SIGINT', () => {
-    if (running) process.kill(-running.pid, 'SIGTERM');
-    say('interrupted: the current step is stopped; its cluster is left for test/cluster/down.sh with its LEADERHOOK_CLUSTER_DIR');
+    if (running) endGroup(running.pid);
+    say('interrupted: the current step is stopped; its cluster goes down (state kept, nothing recorded)');
+    if (clusterEnv) spawnSync('bash', [join(repo, 'test/cluster/down.sh')], { cwd: repo, env: clusterEnv, stdio: 'inherit' });
     process.exit(130);
   });
   for (const minor of [...versions].sort(byMinor)) {
