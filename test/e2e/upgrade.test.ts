@@ -173,10 +173,15 @@ describe('upgrade from the registry: N installed, operators failing over, N+1 in
         operator,
         options: { shape: 'deployment', withoutPodNameEnv: true },
         labels: INJECTION_LABEL,
-        prepare: (namespace) => grantReleaseHook(namespace, 'test-operator'),
+        // helm --wait sees the webhook's pods ready, not cainjector's CA in
+        // its configuration: until both are there the API server skips the
+        // webhook (failurePolicy Ignore) and the operator would start uninjected.
+        prepare: async (namespace) => {
+          await grantReleaseHook(namespace, 'test-operator');
+          await waitForWebhookAt(version, namespace);
+        },
       });
       scenarios.set(operator, scenario);
-      await waitForWebhookAt(version, scenario.namespace);
     }
     for (const { operator, lock } of operators) {
       const scenario = scenarios.get(operator)!;
