@@ -13,7 +13,7 @@
  */
 import { inspect } from 'node:util';
 import { checkFlags, injectFlags, releaseFlags, versionFlags, webhookFlags } from './commands/flags.ts';
-import { parseFlags, UsageError, usage, type FlagSpec, type FlagValues } from './flags.ts';
+import { parseFlags, UsageError, usage, type FlagSpec, type ParsedFlags } from './flags.ts';
 import { unsupportedNode } from './node-support.ts';
 import { UserFacingError } from './user-facing-error.ts';
 
@@ -33,33 +33,46 @@ async function commandModule<T>(name: string, load: () => Promise<T>): Promise<T
   }
 }
 
+interface Command {
+  summary: string;
+  flags: readonly FlagSpec[];
+  /** Parses the command's flags (a UsageError when they are wrong): whether --help was given, and the command to run with them. */
+  parse(argv: string[], env: NodeJS.ProcessEnv): { help: boolean; run: () => Promise<unknown> };
+}
+
+/** A command whose run receives its own flags, typed by its table. */
+function command<const S extends readonly FlagSpec[]>(summary: string, flags: S, run: (flags: ParsedFlags<S>) => Promise<unknown>): Command {
+  return {
+    summary,
+    flags,
+    parse: (argv, env) => {
+      const parsed = parseFlags(flags, argv, env);
+      return { help: parsed.help, run: () => run(parsed) };
+    },
+  };
+}
+
 /** A command's run resolves to its exit code; to anything else (nothing) for 0. */
-const commands: Record<string, { summary: string; flags: FlagSpec[]; run: (values: FlagValues) => Promise<unknown> }> = {
-  webhook: {
-    summary: 'Serve the mutating admission webhook that injects the release hook into pods of opted-in namespaces.',
-    flags: webhookFlags,
-    run: async (values) => (await commandModule('webhook', () => import('./commands/webhook.ts'))).runWebhookCommand(values),
-  },
-  release: {
-    summary: "Run the release hook: free this pod's leader lock once the operator has provably stopped, and locks whose holder can never run again.",
-    flags: releaseFlags,
-    run: async (values) => (await commandModule('release', () => import('./commands/release.ts'))).runReleaseCommand(values),
-  },
-  inject: {
-    summary: 'Inject the release hook into the Pods and workloads of manifests, as the webhook would, and print them (for GitOps).',
-    flags: injectFlags,
-    run: async (values) => (await import('./commands/inject.ts')).runInjectCommand(values),
-  },
-  check: {
-    summary: 'Check that leaderhook is installed and working: one line per check (or JSON), exit 1 when any fails.',
-    flags: checkFlags,
-    run: async (values) => (await import('./commands/check.ts')).runCheckCommand(values),
-  },
-  version: {
-    summary: 'Print the version and the commit it was built from.',
-    flags: versionFlags,
-    run: async (values) => (await import('./commands/version.ts')).runVersionCommand(values),
-  },
+const commands: Record<string, Command> = {
+  webhook: command('Serve the mutating admission webhook that injects the release hook into pods of opted-in namespaces.', webhookFlags, async (flags) =>
+    (await commandModule('webhook', () => import('./commands/webhook.ts'))).runWebhookCommand(flags),
+  ),
+  release: command(
+    "Run the release hook: free this pod's leader lock once the operator has provably stopped, and locks whose holder can never run again.",
+    releaseFlags,
+    async (flags) => (await commandModule('release', () => import('./commands/release.ts'))).runReleaseCommand(flags),
+  ),
+  inject: command(
+    'Inject the release hook into the Pods and workloads of manifests, as the webhook would, and print them (for GitOps).',
+    injectFlags,
+    async (flags) => (await import('./commands/inject.ts')).runInjectCommand(flags),
+  ),
+  check: command('Check that leaderhook is installed and working: one line per check (or JSON), exit 1 when any fails.', checkFlags, async (flags) =>
+    (await import('./commands/check.ts')).runCheckCommand(flags),
+  ),
+  version: command('Print the version and the commit it was built from.', versionFlags, async (flags) =>
+    (await import('./commands/version.ts')).runVersionCommand(flags),
+  ),
 };
 
 function topUsage(): string {
@@ -86,20 +99,20 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`leaderhook: unknown command "${name}"\n\n${topUsage()}`);
     return 2;
   }
-  let values: FlagValues;
+  let parsed: ReturnType<Command['parse']>;
   try {
-    values = parseFlags(command.flags, rest, process.env);
+    parsed = command.parse(rest, process.env);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     process.stderr.write(`leaderhook ${name}: ${error.message}\n\n${usage(name, command.summary, command.flags)}`);
     return 2;
   }
-  if (values.help) {
+  if (parsed.help) {
     process.stdout.write(usage(name, command.summary, command.flags));
     return 0;
   }
   try {
-    const code = await command.run(values);
+    const code = await parsed.run();
     return typeof code === 'number' ? code : 0;
   } catch (error) {
     if (error instanceof UsageError) {

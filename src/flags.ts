@@ -9,18 +9,56 @@ import { parseArgs } from 'node:util';
 export type FlagKind = 'string' | 'boolean' | 'seconds' | 'milliseconds' | 'integer';
 
 export interface FlagSpec {
-  name: string;
+  readonly name: string;
   /** A one-letter alias, as kubectl's -f for --filename. */
-  short?: string;
-  kind: FlagKind;
-  env: string;
-  default?: string;
+  readonly short?: string;
+  readonly kind: FlagKind;
+  readonly env: string;
+  readonly default?: string;
   /** The only values a string flag takes, e.g. `text` and `json` for --output; anything else is a UsageError. */
-  choices?: readonly string[];
-  help: string;
+  readonly choices?: readonly string[];
+  readonly help: string;
 }
 
-export type FlagValues = Record<string, string | boolean | number | undefined>;
+/** What a flag of this spec parses to: a boolean, a number (durations in the kind's unit, integers), one of its choices, or a string. */
+type KindValue<F extends FlagSpec> = F['kind'] extends 'boolean'
+  ? boolean
+  : F['kind'] extends 'string'
+    ? F extends { readonly choices: readonly string[] }
+      ? F['choices'][number]
+      : string
+    : number;
+
+/** A flag with a default always has a value; one without is undefined when neither the command line nor the environment sets it. */
+type FlagValue<F extends FlagSpec> = F extends { readonly default: string } ? KindValue<F> : KindValue<F> | undefined;
+
+/** The names of a table's flags. */
+export type FlagName<S extends readonly FlagSpec[]> = S[number]['name'];
+
+/** The parsed values of a table's flags, each typed by its spec: `values.margin` is a number, `values.output` 'text' | 'json'. */
+export type FlagValues<S extends readonly FlagSpec[]> = { readonly [F in S[number] as F['name']]: FlagValue<F> };
+
+/** What parseFlags returns for a command. */
+export interface ParsedFlags<S extends readonly FlagSpec[]> {
+  /** Each flag's value: from the command line, else from its environment variable, else its default. */
+  readonly values: FlagValues<S>;
+  /** The flags the command line or the environment set, as opposed to those left at their default. */
+  readonly set: ReadonlySet<FlagName<S>>;
+  /** --help was given. */
+  readonly help: boolean;
+}
+
+/**
+ * A command's flag table. Each flag keeps its literal name, kind and default
+ * (as `as const` would), so the values parseFlags returns are typed per flag,
+ * and every entry still reads as a FlagSpec.
+ */
+export function flagTable<const S extends readonly FlagSpec[]>(specs: S): FlagTable<S> {
+  // Each entry is a FlagSpec already; the intersection lets a lookup (`find`) read any entry's optional fields.
+  return specs as FlagTable<S>;
+}
+
+type FlagTable<S extends readonly FlagSpec[]> = { readonly [K in keyof S]: S[K] & FlagSpec };
 
 export class UsageError extends Error {}
 
@@ -57,7 +95,7 @@ function convert(flag: FlagSpec, raw: string | boolean, source: string): string 
   }
 }
 
-export function parseFlags(specs: FlagSpec[], argv: string[], env: NodeJS.ProcessEnv): FlagValues {
+export function parseFlags<const S extends readonly FlagSpec[]>(specs: S, argv: string[], env: NodeJS.ProcessEnv): ParsedFlags<S> {
   const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = { help: { type: 'boolean' } };
   for (const spec of specs) {
     options[spec.name] = { type: spec.kind === 'boolean' ? 'boolean' : 'string', ...(spec.short ? { short: spec.short } : {}) };
@@ -68,18 +106,25 @@ export function parseFlags(specs: FlagSpec[], argv: string[], env: NodeJS.Proces
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  const values: FlagValues = { help: parsed.values.help === true };
-  for (const spec of specs) {
+  const values: Record<string, string | boolean | number> = {};
+  const set = new Set<FlagName<S>>();
+  for (const spec of specs as readonly S[number][]) {
     const fromFlag = parsed.values[spec.name];
     const fromEnv = env[spec.env];
-    if (fromFlag !== undefined) values[spec.name] = convert(spec, fromFlag as string | boolean, `--${spec.name}`);
-    else if (fromEnv !== undefined && fromEnv !== '') values[spec.name] = convert(spec, fromEnv, `$${spec.env}`);
-    else if (spec.default !== undefined) values[spec.name] = convert(spec, spec.default, `default of --${spec.name}`);
+    // Never a list: no option is declared `multiple`.
+    if (fromFlag !== undefined && !Array.isArray(fromFlag)) {
+      values[spec.name] = convert(spec, fromFlag, `--${spec.name}`);
+      set.add(spec.name);
+    } else if (fromEnv !== undefined && fromEnv !== '') {
+      values[spec.name] = convert(spec, fromEnv, `$${spec.env}`);
+      set.add(spec.name);
+    } else if (spec.default !== undefined) values[spec.name] = convert(spec, spec.default, `default of --${spec.name}`);
   }
-  return values;
+  // The one place values meet their types: convert gives each flag the value its kind says.
+  return { values: values as FlagValues<S>, set, help: parsed.values.help === true };
 }
 
-export function usage(command: string, summary: string, specs: FlagSpec[]): string {
+export function usage(command: string, summary: string, specs: readonly FlagSpec[]): string {
   const rows = specs.map((s) => {
     const value = s.kind === 'boolean' ? '' : ` <${s.choices ? s.choices.join('|') : s.kind === 'string' ? 'value' : s.kind}>`;
     const def = s.default !== undefined && s.default !== '' ? ` (default ${s.default})` : '';
@@ -89,7 +134,7 @@ export function usage(command: string, summary: string, specs: FlagSpec[]): stri
 }
 
 /** Markdown table of a command's flags, for the README. */
-export function markdownTable(specs: FlagSpec[]): string {
+export function markdownTable(specs: readonly FlagSpec[]): string {
   const lines = ['| flag | env | default | meaning |', '| --- | --- | --- | --- |'];
   for (const s of specs) {
     const flag = `${s.short ? `\`-${s.short}\`, ` : ''}\`--${s.name}\``;

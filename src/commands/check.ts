@@ -5,9 +5,10 @@ import { clientApi, messageOf } from '../check/api.ts';
 import { withExecCredential } from '../check/exec-credential.ts';
 import { type CheckResult, exitCode, failed, formatJson, formatResult, formatSummary } from '../check/report.ts';
 import { runChecks } from '../check/run.ts';
-import { type FlagValues, UsageError } from '../flags.ts';
+import { type FlagValues, type ParsedFlags, UsageError } from '../flags.ts';
 import { createKubeClient } from '../kube/client.ts';
 import { type ClusterConfig, inClusterConfig, kubeconfigConfig } from '../kube/config.ts';
+import type { checkFlags } from './flags.ts';
 
 /**
  * The cluster to check, found as kubectl finds it: --kubeconfig (or
@@ -15,9 +16,9 @@ import { type ClusterConfig, inClusterConfig, kubeconfigConfig } from '../kube/c
  * else ~/.kube/config, else the service account of the pod this runs in. A
  * user's credential plugin (exec) is run, as kubectl runs it.
  */
-export async function clusterConfigFor(values: FlagValues, env: NodeJS.ProcessEnv = process.env): Promise<ClusterConfig> {
-  const context = (values.context as string | undefined) || undefined;
-  const given = values.kubeconfig as string | undefined;
+export async function clusterConfigFor(values: FlagValues<typeof checkFlags>, env: NodeJS.ProcessEnv = process.env): Promise<ClusterConfig> {
+  const context = values.context || undefined;
+  const given = values.kubeconfig;
   if (given) {
     const file = given.split(delimiter).find((f) => f !== '' && existsSync(f));
     if (!file) throw new UsageError(`--kubeconfig: no file ${given.split(delimiter).join(' or ')}`);
@@ -34,7 +35,7 @@ export async function clusterConfigFor(values: FlagValues, env: NodeJS.ProcessEn
  * slow API server shows progress), then the summary; as JSON, one document
  * once all are in.
  */
-function reporter(output: string): { each: (result: CheckResult) => void; end: (results: readonly CheckResult[]) => void } {
+function reporter(output: FlagValues<typeof checkFlags>['output']): { each: (result: CheckResult) => void; end: (results: readonly CheckResult[]) => void } {
   const print = (text: string) => process.stdout.write(text);
   if (output === 'json') return { each: () => {}, end: (results) => print(formatJson(results)) };
   return { each: (result) => print(`${formatResult(result)}\n`), end: (results) => print(`${formatSummary(results)}\n`) };
@@ -47,8 +48,8 @@ function reporter(output: string): { each: (result: CheckResult) => void; end: (
  * API client: the image every operator pod pulls carries no other (README,
  * Dependencies).
  */
-export async function runCheckCommand(values: FlagValues): Promise<number> {
-  const report = reporter(values.output as string);
+export async function runCheckCommand({ values }: ParsedFlags<typeof checkFlags>): Promise<number> {
+  const report = reporter(values.output);
   let config: ClusterConfig;
   try {
     config = await clusterConfigFor(values);
@@ -60,14 +61,14 @@ export async function runCheckCommand(values: FlagValues): Promise<number> {
     return 1;
   }
   const client = createKubeClient(config);
-  const api = clientApi(client, values['request-timeout'] as number);
+  const api = clientApi(client, values['request-timeout']);
   try {
     const results = await runChecks(
       api,
       {
-        webhookConfiguration: values['webhook-configuration'] as string,
-        tlsSecret: values['tls-secret'] as string,
-        ...(values.namespace ? { namespace: values.namespace as string } : {}),
+        webhookConfiguration: values['webhook-configuration'],
+        tlsSecret: values['tls-secret'],
+        ...(values.namespace ? { namespace: values.namespace } : {}),
         now: new Date(),
         server: `${config.server.href} (${config.source})`,
       },

@@ -1,18 +1,22 @@
 /** The flags of each command: parsing, --help and the README's tables all come from here. */
-import type { FlagSpec } from '../flags.ts';
+import { type FlagSpec, flagTable } from '../flags.ts';
 import { releaseDefaults } from '../releaser/defaults.ts';
 
 /**
- * What the webhook puts into every pod it injects. `leaderhook inject` reads
- * the same specs, so the offline injector and the webhook share defaults.
+ * The webhook's default --grace-period-floor: the grace period an injected pod
+ * gets at least, and so the bound `release` checks its --margin against.
  */
-export const injectionFlags: FlagSpec[] = [
-  {
-    name: 'hook-image',
-    kind: 'string',
-    env: 'LEADERHOOK_HOOK_IMAGE',
-    help: "image of the injected release hook: this webhook's own image, with a tag or digest; required (--dev defaults it to leaderhook:<version>)",
-  },
+export const DEFAULT_GRACE_PERIOD_FLOOR_SECONDS = 10;
+
+const hookImageFlag = {
+  name: 'hook-image',
+  kind: 'string',
+  env: 'LEADERHOOK_HOOK_IMAGE',
+  help: "image of the injected release hook: this webhook's own image, with a tag or digest; required (--dev defaults it to leaderhook:<version>)",
+} as const satisfies FlagSpec;
+
+/** The injection settings besides the image, which `inject` explains in its own words. */
+const hookSettingsFlags = flagTable([
   {
     name: 'hook-image-pull-policy',
     kind: 'string',
@@ -52,7 +56,7 @@ export const injectionFlags: FlagSpec[] = [
     name: 'grace-period-floor',
     kind: 'seconds',
     env: 'LEADERHOOK_GRACE_PERIOD_FLOOR',
-    default: '10s',
+    default: `${DEFAULT_GRACE_PERIOD_FLOOR_SECONDS}s`,
     help: 'terminationGracePeriodSeconds is raised to at least this',
   },
   {
@@ -69,9 +73,15 @@ export const injectionFlags: FlagSpec[] = [
     default: 'false',
     help: 'inject hooks in observe mode: they log and record Events for what they would release, and release nothing',
   },
-];
+]);
 
-export const webhookFlags: FlagSpec[] = [
+/**
+ * What the webhook puts into every pod it injects. `leaderhook inject` reads
+ * the same specs, so the offline injector and the webhook share defaults.
+ */
+export const injectionFlags = flagTable([hookImageFlag, ...hookSettingsFlags]);
+
+export const webhookFlags = flagTable([
   { name: 'listen', kind: 'string', env: 'LEADERHOOK_LISTEN', default: '0.0.0.0:8443', help: 'address and port to serve HTTPS on' },
   {
     name: 'tls-cert-file',
@@ -97,9 +107,9 @@ export const webhookFlags: FlagSpec[] = [
   { name: 'certs-dir', kind: 'string', env: 'LEADERHOOK_CERTS_DIR', default: 'certs', help: 'where --dev keeps its CA and serving certificate' },
   ...injectionFlags,
   { name: 'body-limit', kind: 'integer', env: 'LEADERHOOK_BODY_LIMIT', default: String(3 * 1024 * 1024), help: 'largest AdmissionReview accepted, in bytes' },
-];
+]);
 
-export const releaseFlags: FlagSpec[] = [
+export const releaseFlags = flagTable([
   { name: 'pod-name', kind: 'string', env: 'POD_NAME', help: 'name of this pod (downward API)' },
   { name: 'pod-namespace', kind: 'string', env: 'POD_NAMESPACE', help: 'namespace of this pod (downward API)' },
   { name: 'pod-uid', kind: 'string', env: 'POD_UID', help: 'UID of this pod (downward API)' },
@@ -150,15 +160,9 @@ export const releaseFlags: FlagSpec[] = [
     env: 'LEADERHOOK_KUBECONFIG',
     help: 'kubeconfig to use instead of the in-cluster service account (for running outside a pod)',
   },
-];
+]);
 
-/** The hook image as `inject` explains it: there is no --dev to default it. */
-const injectHookImageFlag: FlagSpec = {
-  ...injectionFlags.find((f) => f.name === 'hook-image')!,
-  help: 'image of the release hook: the leaderhook image your webhook runs, with a tag or digest; required',
-};
-
-export const injectFlags: FlagSpec[] = [
+export const injectFlags = flagTable([
   {
     name: 'filename',
     short: 'f',
@@ -166,11 +170,13 @@ export const injectFlags: FlagSpec[] = [
     env: 'LEADERHOOK_INJECT_FILENAME',
     help: 'manifest to inject (YAML or JSON, several documents, kind: List); - reads stdin',
   },
-  ...injectionFlags.map((f) => (f.name === 'hook-image' ? injectHookImageFlag : f)),
-];
+  // The hook image as `inject` explains it: there is no --dev to default it.
+  { ...hookImageFlag, help: 'image of the release hook: the leaderhook image your webhook runs, with a tag or digest; required' },
+  ...hookSettingsFlags,
+]);
 
 /** How `check` and `version` print: lines for people, or one JSON document for scripts. */
-const outputFlag: FlagSpec = {
+const outputFlag = {
   name: 'output',
   short: 'o',
   kind: 'string',
@@ -178,11 +184,11 @@ const outputFlag: FlagSpec = {
   default: 'text',
   choices: ['text', 'json'],
   help: 'text, or json: one JSON document on stdout, for scripts',
-};
+} as const satisfies FlagSpec;
 
-export const versionFlags: FlagSpec[] = [outputFlag];
+export const versionFlags = flagTable([outputFlag]);
 
-export const checkFlags: FlagSpec[] = [
+export const checkFlags = flagTable([
   {
     name: 'kubeconfig',
     kind: 'string',
@@ -218,4 +224,4 @@ export const checkFlags: FlagSpec[] = [
     help: 'give up an API request after this long',
   },
   outputFlag,
-];
+]);

@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { text } from 'node:stream/consumers';
-import { type FlagValues, UsageError } from '../flags.ts';
+import { type ParsedFlags, UsageError } from '../flags.ts';
 import type { InjectionSettings } from '../injector/index.ts';
 import { injectManifests, ManifestError } from '../injector/manifests.ts';
+import type { injectFlags } from './flags.ts';
 import { injectionSettingsFromFlags } from './injection-settings.ts';
 
 /** What `leaderhook inject` prints, and how it exits. */
@@ -28,8 +29,8 @@ export function injectOutcome(manifests: string, source: string, settings: Injec
 }
 
 /** `leaderhook inject -f FILE`: the injector offline, with the webhook's settings flags (`-f -` reads stdin). */
-export async function runInjectCommand(values: FlagValues): Promise<number> {
-  const file = values.filename as string | undefined;
+export async function runInjectCommand({ values }: ParsedFlags<typeof injectFlags>): Promise<number> {
+  const file = values.filename;
   if (!file) throw new UsageError('-f/--filename is not set: name the manifest to inject, or - for stdin');
   const settings = injectionSettingsFromFlags(values);
   const source = file === '-' ? 'stdin' : file;

@@ -8,13 +8,19 @@ import type { V1ResourceRequirements } from '@kubernetes/client-node';
 import { type FlagValues, UsageError } from '../flags.ts';
 import { type InjectionSettings, isResourceQuantity } from '../injector/index.ts';
 import { version } from '../version.ts';
+import type { injectionFlags } from './flags.ts';
 
 const PULL_POLICIES = ['Always', 'IfNotPresent', 'Never'] as const;
 
-function hookResources(values: FlagValues): V1ResourceRequirements {
-  const pick = (flag: string): string | undefined => {
-    const value = values[flag] as string | undefined;
-    if (value === undefined || value === '') return undefined;
+const isPullPolicy = (value: string): value is InjectionSettings['imagePullPolicy'] => (PULL_POLICIES as readonly string[]).includes(value);
+
+/** The injection flags' values: the webhook's and `inject`'s tables both hold them. */
+type InjectionFlagValues = FlagValues<typeof injectionFlags>;
+
+function hookResources(values: InjectionFlagValues): V1ResourceRequirements {
+  const pick = (flag: 'hook-cpu-request' | 'hook-memory-request' | 'hook-cpu-limit' | 'hook-memory-limit'): string | undefined => {
+    const value = values[flag];
+    if (value === '') return undefined;
     if (!isResourceQuantity(value)) throw new UsageError(`--${flag}: "${value}" is not a resource quantity (for example 10m, 48Mi)`);
     return value;
   };
@@ -69,23 +75,27 @@ export function checkHookImage(image: string | undefined, dev: boolean): string 
   return image;
 }
 
-/** Turns the webhook's flags into injection settings, refusing values that could only break pods. */
-export function injectionSettingsFromFlags(values: FlagValues): InjectionSettings {
-  const pullPolicy = values['hook-image-pull-policy'] as string;
-  if (!(PULL_POLICIES as readonly string[]).includes(pullPolicy)) {
+/**
+ * Turns the webhook's flags into injection settings, refusing values that
+ * could only break pods. `dev` is the webhook's --dev, which may default the
+ * hook image; `inject` has none.
+ */
+export function injectionSettingsFromFlags(values: InjectionFlagValues, dev = false): InjectionSettings {
+  const pullPolicy = values['hook-image-pull-policy'];
+  if (!isPullPolicy(pullPolicy)) {
     throw new UsageError(`--hook-image-pull-policy: "${pullPolicy}" is not one of ${PULL_POLICIES.join(', ')}`);
   }
-  const image = checkHookImage(values['hook-image'] as string | undefined, values.dev === true);
-  const floor = Math.ceil(values['grace-period-floor'] as number);
-  const cap = Math.floor(values['grace-period-cap'] as number);
+  const image = checkHookImage(values['hook-image'], dev);
+  const floor = Math.ceil(values['grace-period-floor']);
+  const cap = Math.floor(values['grace-period-cap']);
   if (cap > 0 && cap < floor) throw new UsageError(`--grace-period-cap (${cap}s) is below --grace-period-floor (${floor}s)`);
   return {
     image,
-    imagePullPolicy: pullPolicy as InjectionSettings['imagePullPolicy'],
+    imagePullPolicy: pullPolicy,
     version,
     gracePeriodFloorSeconds: floor,
     ...(cap > 0 ? { gracePeriodCapSeconds: cap } : {}),
     resources: hookResources(values),
-    observe: values.observe === true,
+    observe: values.observe,
   };
 }

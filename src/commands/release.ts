@@ -1,34 +1,27 @@
-import { parseFlags, UsageError, type FlagValues } from '../flags.ts';
+import { type FlagValues, type ParsedFlags, UsageError } from '../flags.ts';
 import { createLineLogger } from '../line-log.ts';
 import { type ReleaseProcessOptions, idleUntilSignal, startReleaseProcess } from '../releaser/main.ts';
-import { webhookFlags } from './flags.ts';
+import { DEFAULT_GRACE_PERIOD_FLOOR_SECONDS, type releaseFlags } from './flags.ts';
 
-/** The webhook's default --grace-period-floor, in seconds: the grace period an injected pod gets at least. */
-function defaultGracePeriodFloorSeconds(): number {
-  return parseFlags(
-    webhookFlags.filter((f) => f.name === 'grace-period-floor'),
-    [],
-    {},
-  )['grace-period-floor'] as number;
-}
+type ReleaseFlagValues = FlagValues<typeof releaseFlags>;
 
 /**
  * Refuses settings under which the hook could never do its work. A SIGTERM
  * comes at most a grace period before the deletion deadline, so a margin of
  * the whole grace period or more means R1 never releases.
  */
-function checkReleaseFlags(values: FlagValues): void {
-  const margin = values.margin as number;
-  const floor = defaultGracePeriodFloorSeconds();
+function checkReleaseFlags(values: ReleaseFlagValues): void {
+  const margin = values.margin;
+  const floor = DEFAULT_GRACE_PERIOD_FLOOR_SECONDS;
   if (!(margin < floor)) {
     throw new UsageError(
       `--margin (${margin}s) is not below the webhook's default --grace-period-floor (${floor}s): R1 would never release in a pod with that grace period`,
     );
   }
-  if (!((values['release-timeout'] as number) > 0)) {
+  if (!(values['release-timeout'] > 0)) {
     throw new UsageError('--release-timeout is 0: every release on SIGTERM would give up before it starts');
   }
-  if (!((values['wait-report-interval'] as number) > 0)) {
+  if (!(values['wait-report-interval'] > 0)) {
     throw new UsageError('--wait-report-interval is 0: a standby would re-read its holders without pause');
   }
 }
@@ -37,20 +30,20 @@ function checkReleaseFlags(values: FlagValues): void {
  * Turns the release flags into the hook's options. The downward-API identity
  * is checked where every caller passes, by runReleaser.
  */
-export function releaseOptionsFromFlags(values: FlagValues): ReleaseProcessOptions {
+export function releaseOptionsFromFlags(values: ReleaseFlagValues): ReleaseProcessOptions {
   checkReleaseFlags(values);
   const options: ReleaseProcessOptions = {
-    podName: (values['pod-name'] as string | undefined) ?? '',
-    podNamespace: (values['pod-namespace'] as string | undefined) ?? '',
-    podUid: (values['pod-uid'] as string | undefined) ?? '',
-    marginSeconds: values.margin as number,
-    observe: values.observe === true,
-    releaseTimeoutMs: values['release-timeout'] as number,
-    waitReportIntervalSeconds: values['wait-report-interval'] as number,
+    podName: values['pod-name'] ?? '',
+    podNamespace: values['pod-namespace'] ?? '',
+    podUid: values['pod-uid'] ?? '',
+    marginSeconds: values.margin,
+    observe: values.observe,
+    releaseTimeoutMs: values['release-timeout'],
+    waitReportIntervalSeconds: values['wait-report-interval'],
   };
-  if (values['lock-name']) options.lockName = values['lock-name'] as string;
-  if (values.kubeconfig) options.kubeconfig = values.kubeconfig as string;
-  if (values['metrics-port']) options.metricsPort = values['metrics-port'] as number;
+  if (values['lock-name']) options.lockName = values['lock-name'];
+  if (values.kubeconfig) options.kubeconfig = values.kubeconfig;
+  if (values['metrics-port']) options.metricsPort = values['metrics-port'];
   return options;
 }
 
@@ -60,7 +53,7 @@ export function releaseOptionsFromFlags(values: FlagValues): ReleaseProcessOptio
  * crash-looping sidecar would only add noise to the operator's pod, and the
  * garbage collector remains the fallback.
  */
-export async function runReleaseCommand(values: FlagValues): Promise<void> {
+export async function runReleaseCommand({ values }: ParsedFlags<typeof releaseFlags>): Promise<void> {
   const logger = createLineLogger('release-hook');
   try {
     await startReleaseProcess({ ...releaseOptionsFromFlags(values), logger });

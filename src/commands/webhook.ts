@@ -1,7 +1,8 @@
-import { type FlagValues, UsageError } from '../flags.ts';
+import { type ParsedFlags, UsageError } from '../flags.ts';
 import { createLogger } from '../log.ts';
 import { version } from '../version.ts';
 import { startWebhookServer } from '../webhook/server.ts';
+import type { webhookFlags } from './flags.ts';
 import { injectionSettingsFromFlags } from './injection-settings.ts';
 
 /**
@@ -19,21 +20,21 @@ function parseListen(listen: string): { host: string; port: number } {
   return { host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port };
 }
 
-export async function runWebhookCommand(values: FlagValues): Promise<void> {
-  const injection = injectionSettingsFromFlags(values);
-  const dev = values.dev === true;
-  const listenFlagSet = process.argv.some((a) => a.startsWith('--listen')) || process.env.LEADERHOOK_LISTEN;
-  const { host, port } = parseListen(dev && !listenFlagSet ? '127.0.0.1:8443' : (values.listen as string));
-  const certsDir = values['certs-dir'] as string;
+export async function runWebhookCommand({ values, set }: ParsedFlags<typeof webhookFlags>): Promise<void> {
+  const dev = values.dev;
+  const injection = injectionSettingsFromFlags(values, dev);
+  // --dev serves on loopback unless --listen (or its variable) says otherwise.
+  const { host, port } = parseListen(dev && !set.has('listen') ? '127.0.0.1:8443' : values.listen);
+  const certsDir = values['certs-dir'];
   const logger = createLogger('webhook');
   const server = await startWebhookServer({
     host,
     port,
     dev,
     certsDir,
-    certFile: dev ? `${certsDir}/tls.crt` : (values['tls-cert-file'] as string),
-    keyFile: dev ? `${certsDir}/tls.key` : (values['tls-key-file'] as string),
-    bodyLimitBytes: values['body-limit'] as number,
+    certFile: dev ? `${certsDir}/tls.crt` : values['tls-cert-file'],
+    keyFile: dev ? `${certsDir}/tls.key` : values['tls-key-file'],
+    bodyLimitBytes: values['body-limit'],
     // In a cluster, /readyz fails first so endpoints stop sending reviews here
     // before the listener closes; the remaining budget finishes in-flight ones.
     shutdownDelayMs: dev ? 0 : SHUTDOWN_READINESS_DELAY_MS,

@@ -41,9 +41,9 @@ function webhookContainer(objects: KubeObject[]) {
 }
 
 /** The webhook's flags as the rendered Deployment sets them, parsed by the webhook's own parser. */
-function webhookFlagValues(objects: KubeObject[]) {
+function webhookFlagValues(objects: KubeObject[]): Readonly<Record<string, string | number | boolean | undefined>> {
   const env = Object.fromEntries((webhookContainer(objects).env ?? []).map((e) => [e.name, e.value]));
-  return parseFlags(webhookFlags, [], env);
+  return parseFlags(webhookFlags, [], env).values;
 }
 
 const pemFor = (name: string) => `-----BEGIN CERTIFICATE-----\n${Buffer.from(name).toString('base64')}\n-----END CERTIFICATE-----\n`;
@@ -96,7 +96,7 @@ describe('charts/leaderhook', () => {
 
   it('passes every value to the webhook flag it names', () => {
     const defaults = webhookFlagValues(parseObjects(render([])));
-    assert.deepEqual({ ...defaults }, { ...parseFlags(webhookFlags, [], {}), 'hook-image': 'leaderhook:0.1.0' }, "the defaults are the flags' defaults");
+    assert.deepEqual({ ...defaults }, { ...parseFlags(webhookFlags, [], {}).values, 'hook-image': 'leaderhook:0.1.0' }, "the defaults are the flags' defaults");
 
     const custom = webhookFlagValues(parseObjects(render(['-f', path.join(goldenDir, 'every-value.values.yaml')])));
     assert.deepEqual(Object.fromEntries(Object.entries(custom).filter(([flag, value]) => value !== defaults[flag])), {

@@ -25,7 +25,7 @@ import { differences } from '../support/object-diff.ts';
 import { chartDir, helm, type KubeObject, kustomize, objectKey, parseObjects, repo } from '../support/tools.ts';
 
 const HELM_BOOKKEEPING_LABELS = ['app.kubernetes.io/instance', 'app.kubernetes.io/version', 'app.kubernetes.io/managed-by', 'helm.sh/chart'];
-const flagEnvs = new Set(webhookFlags.map((f) => f.env));
+const flagEnvs = new Set<string>(webhookFlags.map((f) => f.env));
 
 /** The webhook container's env as {flags the env sets, env that is no flag}. */
 function asWebhookFlags(container: V1Container): V1Container {
@@ -35,7 +35,7 @@ function asWebhookFlags(container: V1Container): V1Container {
   const { env: _, ...rest } = container;
   return {
     ...rest,
-    'env as webhook flags': parseFlags(webhookFlags, [], values),
+    'env as webhook flags': parseFlags(webhookFlags, [], values).values,
     'env that is no flag': env.filter((e) => !flagEnvs.has(e.name)),
   } as V1Container;
 }

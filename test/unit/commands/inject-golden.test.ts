@@ -25,7 +25,7 @@ const cases = injectCliCases;
 const refresh = process.env.REFRESH_GOLDEN === '1';
 
 function settingsFor(name: string) {
-  return { ...injectionSettingsFromFlags(parseFlags(injectFlags, injectCliFlags(name), {})), version: goldenSettings.version };
+  return { ...injectionSettingsFromFlags(parseFlags(injectFlags, injectCliFlags(name), {}).values), version: goldenSettings.version };
 }
 
 function documents(text: string): unknown[] {

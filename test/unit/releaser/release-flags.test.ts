@@ -14,7 +14,7 @@ import { releaseDefaults } from '../../../src/releaser/defaults.ts';
 import { runReleaser } from '../../../src/releaser/releaser.ts';
 
 const identity = ['--pod-name=op-0', '--pod-namespace=ns', '--pod-uid=uid-1'];
-const options = (...argv: string[]) => releaseOptionsFromFlags(parseFlags(releaseFlags, [...identity, ...argv], {}));
+const options = (...argv: string[]) => releaseOptionsFromFlags(parseFlags(releaseFlags, [...identity, ...argv], {}).values);
 
 describe('release flags', () => {
   it('default to the releaser defaults', () => {
@@ -54,7 +54,7 @@ describe('release flags', () => {
   });
 
   it('leave the pod identity to runReleaser, which names what is missing', async () => {
-    const o = releaseOptionsFromFlags(parseFlags(releaseFlags, ['--pod-name=op-0'], {}));
+    const o = releaseOptionsFromFlags(parseFlags(releaseFlags, ['--pod-name=op-0'], {}).values);
     await assert.rejects(runReleaser({ ...o, client: {} as KubeClient, logger: pino({ level: 'silent' }) }), (e: Error) =>
       e.message.startsWith('release hook: POD_NAMESPACE (--pod-namespace), POD_UID (--pod-uid) empty: the webhook injects'),
     );
