@@ -1,11 +1,11 @@
 /**
  * kustomize's deploy/ and the chart's defaults (release leaderhook in
- * leaderhook-system, as the README installs it) render the same objects, field
+ * leaderhook-system, as docs/install.md installs it) render the same objects, field
  * by field, with kustomize and helm built from the Go modules test/tools pins.
  * Differences that are not differences are normalised away first:
  * - deploy/ creates its Namespace; Helm installs into a namespace that exists
- *   before the release does, so the README's Helm commands create it with the
- *   same labels (checked here against the README);
+ *   before the release does, so docs/install.md's Helm commands create it with
+ *   the same labels (checked here against docs/install.md);
  * - Helm's bookkeeping labels (app.kubernetes.io/instance, /version,
  *   /managed-by, helm.sh/chart) are dropped from the chart's metadata.labels;
  * - the webhook container's env is compared as the webhook flags it sets,
@@ -107,18 +107,18 @@ describe('deploy/ and charts/leaderhook render the same objects', () => {
     ]);
   });
 
-  it("leaves out only deploy/'s Namespace, whose labels the README's Helm install sets", () => {
+  it("leaves out only deploy/'s Namespace, whose labels docs/install.md's Helm install sets", () => {
     const namespaces = parseObjects(kustomize(['build', path.join(repo, 'deploy')])).filter((o) => o.kind === 'Namespace');
     assert.deepEqual(
       namespaces.map((o) => o.metadata.name),
       ['leaderhook-system'],
     );
-    const readme = readFileSync(path.join(repo, 'README.md'), 'utf8');
-    const helmSection = readme.slice(readme.indexOf('### Install with Helm'), readme.indexOf('\n### ', readme.indexOf('### Install with Helm') + 1));
-    assert.ok(helmSection.includes('helm install'), 'README has a section "Install with Helm"');
+    const install = readFileSync(path.join(repo, 'docs/install.md'), 'utf8');
+    const helmSection = install.slice(install.indexOf('## Install with Helm'), install.indexOf('\n## ', install.indexOf('## Install with Helm') + 1));
+    assert.ok(helmSection.includes('helm install'), 'docs/install.md has a section "Install with Helm"');
     for (const [label, value] of Object.entries(namespaces[0]?.metadata.labels ?? {})) {
       if (label === 'app.kubernetes.io/name' || label === 'app.kubernetes.io/part-of') continue;
-      assert.ok(helmSection.includes(`${label}=${value}`), `the README's Helm install labels the namespace ${label}=${value}`);
+      assert.ok(helmSection.includes(`${label}=${value}`), `docs/install.md's Helm install labels the namespace ${label}=${value}`);
     }
   });
 });

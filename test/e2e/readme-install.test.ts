@@ -1,8 +1,9 @@
 /**
- * The README's mirror, install, verify, uninstall and Helm command blocks,
- * run as written — extracted from README.md itself (each follows a comment
- * `<!-- README NAME block, run as written by test/e2e/readme-install.test.ts -->`),
- * so a README change that breaks an install fails here.
+ * The documentation's install commands, run as written: the mirror, install
+ * and verify blocks of README.md and the uninstall and Helm blocks of
+ * docs/install.md, extracted from those files (each follows a comment
+ * `<!-- [README ]NAME block, run as written by test/e2e/readme-install.test.ts -->`,
+ * test/support/install-blocks.ts), so a change that breaks an install fails here.
  *
  * A user's path: the release folder `npm run release` wrote (test/run-all.sh
  * builds it before the cluster tests; LEADERHOOK_RELEASE_DIR names another),
@@ -21,7 +22,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -29,25 +30,18 @@ import { version } from '../../src/version.ts';
 import { applyOperatorRbac, operatorManifest } from '../support/failover.ts';
 import { admissionRegistration, apiStatus, apps, core, kubeconfigPath, rbac, waitFor } from '../support/kube.ts';
 import { deleteNamespaceAndWait, requireCertManager } from '../support/leaderhook.ts';
+import { installBlocks } from '../support/install-blocks.ts';
 import { podEvents, pullOutcomes, registryCa, registryHost, registryMissing, removeRepositoryFromNode } from '../support/registry.ts';
 import { goTool, repo } from '../support/tools.ts';
 
 const OPERATOR_NAMESPACE = 'my-operator';
 const releaseDir = process.env.LEADERHOOK_RELEASE_DIR ?? join(repo, 'release', version);
 
-/** The README's marked command blocks by name. */
-export function readmeBlocks(markdown: string): Map<string, string> {
-  const blocks = new Map<string, string>();
-  const marked = /<!-- README (\S+) block, run as written by test\/e2e\/readme-install\.test\.ts -->\n```sh\n([\s\S]*?)\n```/g;
-  for (const [, name, body] of markdown.matchAll(marked)) blocks.set(name!, body!);
-  return blocks;
-}
-
-const blocks = readmeBlocks(readFileSync(join(repo, 'README.md'), 'utf8'));
+const blocks = installBlocks(repo);
 
 function block(name: string): string {
   const found = blocks.get(name);
-  assert.ok(found, `README.md has a marked ${name} block`);
+  assert.ok(found, `README.md or docs/install.md has a marked ${name} block`);
   return found;
 }
 
@@ -76,7 +70,7 @@ function runAsUser(name: string, script: string, env: Record<string, string> = {
     },
   });
   const output = `${run.stdout}${run.stderr}`;
-  assert.equal(run.status, 0, `the README's ${name} block failed (exit ${run.status ?? run.signal}):\n${output}`);
+  assert.equal(run.status, 0, `the documentation's ${name} block failed (exit ${run.status ?? run.signal}):\n${output}`);
   return output;
 }
 
@@ -101,7 +95,7 @@ async function pullsOf(namespace: string, pods: string[], fieldPath: string, ima
   return outcomes;
 }
 
-describe("the README's install blocks, run as written", { skip: registryMissing() }, () => {
+describe("the documentation's install blocks, run as written", { skip: registryMissing() }, () => {
   before(async () => {
     assert.ok(
       existsSync(join(releaseDir, 'SHA256SUMS')),
@@ -211,7 +205,7 @@ describe("the README's install blocks, run as written", { skip: registryMissing(
     assert.ok((await core.listNamespacedPod({ namespace: OPERATOR_NAMESPACE })).items.length > 0, 'the operator keeps running');
   });
 
-  test('Helm: install from the registry (oci://), upgrade and uninstall as the README shows them', async () => {
+  test('Helm: install from the registry (oci://), upgrade and uninstall as docs/install.md shows them', async () => {
     await deleteNamespaceAndWait('leaderhook-system');
     runAsUser('helm', block('helm'));
     await assert.rejects(admissionRegistration.readMutatingWebhookConfiguration({ name: 'leaderhook' }), (error) => apiStatus(error) === 404);

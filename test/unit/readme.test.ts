@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { renderReadme } from '../../scripts/readme-flags.ts';
+import { renderReference } from '../../scripts/reference-flags.ts';
 
-test('README flag tables match the flags the CLI parses (node scripts/readme-flags.ts rewrites them)', () => {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-  assert.equal(renderReadme(readme), readme);
+test('docs/reference.md flag tables match the flags the CLI parses (node scripts/reference-flags.ts rewrites them)', () => {
+  const reference = readFileSync(new URL('../../docs/reference.md', import.meta.url), 'utf8');
+  assert.equal(renderReference(reference), reference);
 });
 
 test('README opens with the run and test commands', () => {
