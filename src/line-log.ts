@@ -8,22 +8,24 @@
  * pass one in.
  */
 import { writeSync } from 'node:fs';
+import { LOG_LEVELS, parseLogLevel } from './log-level.ts';
 
 export type LogFields = Record<string, unknown>;
 type LogMethod = (fields: LogFields, msg?: string) => void;
 
+/** The levels a Logger writes at. */
+type LineLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** The logger of the webhook and of the release hook alike. */
 export interface Logger {
   debug: LogMethod;
   info: LogMethod;
   warn: LogMethod;
   error: LogMethod;
   /** Whether a line at `level` is written, as pino's: a caller can skip building one that would be dropped. */
-  isLevelEnabled(level: LogLevel): boolean;
+  isLevelEnabled(level: LineLevel): boolean;
   child(bindings: LogFields): Logger;
 }
-
-const LEVELS = { debug: 20, info: 30, warn: 40, error: 50 } as const;
-export type LogLevel = keyof typeof LEVELS;
 
 /**
  * An Error as pino's standard serializer writes it: type, message, code,
@@ -59,16 +61,12 @@ function writeStdout(line: string): void {
   }
 }
 
-export function createLineLogger(
-  component: string,
-  level: string = process.env.LEADERHOOK_LOG_LEVEL ?? 'info',
-  write: (line: string) => void = writeStdout,
-): Logger {
-  const threshold = LEVELS[level as LogLevel] ?? LEVELS.info;
-  const isLevelEnabled = (name: LogLevel) => LEVELS[name] >= threshold;
+export function createLineLogger(component: string, level?: string, write: (line: string) => void = writeStdout): Logger {
+  const threshold = LOG_LEVELS[parseLogLevel(level)];
+  const isLevelEnabled = (name: LineLevel) => LOG_LEVELS[name] >= threshold;
   const make = (bindings: LogFields): Logger => {
     const method =
-      (name: LogLevel): LogMethod =>
+      (name: LineLevel): LogMethod =>
       (fields, msg) => {
         if (!isLevelEnabled(name)) return;
         const record = {

@@ -54,8 +54,11 @@ export function releaseOptionsFromFlags(values: ReleaseFlagValues): ReleaseProce
  * garbage collector remains the fallback.
  */
 export async function runReleaseCommand({ values }: ParsedFlags<typeof releaseFlags>): Promise<void> {
-  const logger = createLineLogger('release-hook');
+  // An unknown LEADERHOOK_LOG_LEVEL is a setting the hook cannot start with,
+  // like any other: said at the default level, then idle.
+  let logger = createLineLogger('release-hook', 'info');
   try {
+    logger = createLineLogger('release-hook');
     await startReleaseProcess({ ...releaseOptionsFromFlags(values), logger });
   } catch (error) {
     logger.error({ err: error }, 'release hook cannot start; idling until SIGTERM (garbage collection remains the fallback)');

@@ -160,7 +160,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         });
         server.closeIdleConnections();
       });
-      logger.info('webhook stopped');
+      logger.info({}, 'webhook stopped');
     })();
     return closed;
   };

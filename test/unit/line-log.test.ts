@@ -4,7 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { pino } from 'pino';
 import { createLineLogger } from '../../src/line-log.ts';
+import { LOG_LEVELS, type LogLevel } from '../../src/log-level.ts';
+import { UserFacingError } from '../../src/user-facing-error.ts';
 
 function capture(level?: string) {
   const lines: string[] = [];
@@ -25,7 +28,7 @@ describe('createLineLogger', () => {
     assert.ok(!Number.isNaN(Date.parse(line?.time as string)));
   });
 
-  it('drops lines below its level; unknown levels mean info', () => {
+  it("drops lines below its level; silent drops them all; an unknown level is refused in the webhook's words", () => {
     const quiet = capture('warn');
     quiet.logger.info({}, 'no');
     quiet.logger.warn({}, 'yes');
@@ -33,13 +36,19 @@ describe('createLineLogger', () => {
       quiet.parsed().map((l) => l.msg),
       ['yes'],
     );
-    const unknown = capture('chatty');
-    unknown.logger.debug({}, 'no');
-    unknown.logger.info({}, 'yes');
-    assert.deepEqual(
-      unknown.parsed().map((l) => l.msg),
-      ['yes'],
+    const silent = capture('silent');
+    silent.logger.error({}, 'no');
+    assert.deepEqual(silent.lines, []);
+    assert.throws(
+      () => capture('chatty'),
+      (e: Error) =>
+        e instanceof UserFacingError && e.message === 'log level "chatty" (LEADERHOOK_LOG_LEVEL) is not one of trace, debug, info, warn, error, fatal, silent',
     );
+  });
+
+  it("knows pino's levels by pino's numbers, so both loggers take the same LEADERHOOK_LOG_LEVEL", () => {
+    assert.deepEqual(Object.keys(LOG_LEVELS), [...Object.keys(pino.levels.values), 'silent']);
+    for (const [level, value] of Object.entries(pino.levels.values)) assert.equal(LOG_LEVELS[level as LogLevel], value, level);
   });
 
   it('says which levels it writes, as pino does, in children too', () => {
