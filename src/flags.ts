@@ -133,7 +133,7 @@ export function usage(command: string, summary: string, specs: readonly FlagSpec
   return `Usage: leaderhook ${command} [flags]\n\n${summary}\n\nFlags:\n${rows.join('\n')}\n  --help\n      show this help\n`;
 }
 
-/** Markdown table of a command's flags, for the README. */
+/** Markdown table of a command's flags, for docs/reference.md. */
 export function markdownTable(specs: readonly FlagSpec[]): string {
   const lines = ['| flag | env | default | meaning |', '| --- | --- | --- | --- |'];
   for (const s of specs) {

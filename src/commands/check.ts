@@ -45,8 +45,8 @@ function reporter(output: FlagValues<typeof checkFlags>['output']): { each: (res
  * `leaderhook check`: one line per check on stdout, ✓ or ✗ with the remedy,
  * then a summary (or, with --output json, one JSON document); exit 0 when
  * every check passed, 1 otherwise. Reads the cluster with the project's own
- * API client: the image every operator pod pulls carries no other (README,
- * Dependencies).
+ * API client: the image every operator pod pulls carries no other
+ * (CONTRIBUTING.md, Dependencies).
  */
 export async function runCheckCommand({ values }: ParsedFlags<typeof checkFlags>): Promise<number> {
   const report = reporter(values.output);

@@ -1,4 +1,4 @@
-/** The flags of each command: parsing, --help and the README's tables all come from here. */
+/** The flags of each command: parsing, --help and the tables of docs/reference.md all come from here. */
 import { type FlagSpec, flagTable } from '../flags.ts';
 import { releaseDefaults } from '../releaser/defaults.ts';
 

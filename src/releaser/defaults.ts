@@ -1,6 +1,6 @@
 /**
  * The release hook's defaults, in one place: the flags table shows them in
- * `--help` and the README, runReleaser applies them to options left unset.
+ * `--help` and docs/reference.md, runReleaser applies them to options left unset.
  * Nothing else lives here, so the flags table loads no more than these numbers.
  */
 export const releaseDefaults = {

@@ -23,7 +23,7 @@ const cases = readdirSync(goldenDir)
   .map((f) => f.slice(0, -'.values.yaml'.length))
   .sort();
 
-/** `helm template` as the README installs: release leaderhook in leaderhook-system. */
+/** `helm template` as docs/install.md installs: release leaderhook in leaderhook-system. */
 function render(args: string[], release = 'leaderhook', namespace = 'leaderhook-system'): string {
   return helm(['template', release, chartDir, '--namespace', namespace, ...args]);
 }

@@ -49,7 +49,7 @@ describe('helm install, upgrade and uninstall of charts/leaderhook', () => {
     // What an earlier run or another test may have left behind.
     await admissionRegistration.deleteMutatingWebhookConfiguration({ name: RELEASE }).catch(() => {});
     await deleteNamespaceAndWait(NAMESPACE);
-    // As the README's Helm install: the namespace first, with deploy/'s labels.
+    // As docs/install.md's Helm install: the namespace first, with deploy/'s labels.
     kubectl(['create', 'namespace', NAMESPACE]);
     kubectl(['label', 'namespace', NAMESPACE, 'leaderhook.io/injection=disabled', 'pod-security.kubernetes.io/enforce=restricted']);
     const authority = await createCertificateAuthority('leaderhook helm e2e CA');

@@ -1,5 +1,5 @@
 {{/*
-Names. A release called "leaderhook" (the README's) names its objects as
+Names. A release called "leaderhook" (docs/install.md's) names its objects as
 deploy/ does: leaderhook-webhook, leaderhook-ca, ... Any other release name is
 prefixed to "leaderhook".
 */}}

@@ -25,7 +25,7 @@ describe('release flags', () => {
     assert.deepEqual(
       releaseFlags.filter((f) => ['margin', 'release-timeout', 'wait-report-interval'].includes(f.name)).map((f) => f.default),
       ['2s', '1500ms', '60s'],
-      'what --help and the README show',
+      'what --help and docs/reference.md show',
     );
   });
 
