@@ -114,6 +114,13 @@ export function renderFaultsMarkdown(records: readonly FaultRecord[]): string {
     run.command,
     '```',
     '',
+    ...(/(^|\s)--out(=|\s)/.test(run.command)
+      ? [
+          'The command as it was run. Its `--out` file now holds this record, and the benchmark never appends to a record:',
+          'to run it again, give `--out` a file that does not exist yet, or leave it out (a new file in /tmp).',
+          '',
+        ]
+      : []),
     `Run ${span}: ${trials.length} trials. Machine: ${run.machine}.`,
     '',
     'Each trial puts a fresh pair of namespaces, one opted in to leaderhook and one not, through the same fault at the same moment,',
