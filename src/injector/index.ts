@@ -17,9 +17,9 @@
  * fast-json-patch compare of the whole object were four fifths of the
  * handler's time after JSON.parse (docs/performance.md).
  */
-import type { V1Container, V1EnvVar, V1Pod, V1ResourceRequirements, V1Volume } from '@kubernetes/client-node';
+import type { V1Container, V1ContainerPort, V1EnvVar, V1Pod, V1ResourceRequirements, V1Volume } from '@kubernetes/client-node';
 import type { Operation } from 'fast-json-patch';
-import { annotations } from '../annotations.ts';
+import { annotations, observeAnnotationIsOn } from '../annotations.ts';
 import { diff } from './diff.ts';
 import type { InjectionReason, InjectionResult, InjectionSettings } from './types.ts';
 
@@ -27,6 +27,8 @@ export type { InjectionReason, InjectionResult, InjectionSettings } from './type
 
 export const HOOK_CONTAINER_NAME = 'leaderhook-release';
 export const HOOK_TOKEN_VOLUME_NAME = 'leaderhook-api-access';
+/** The hook's containerPort when the pod asks for its metrics (annotation leaderhook.io/hook-metrics-port). */
+export const HOOK_METRICS_PORT_NAME = 'hook-metrics';
 /** Where client libraries look for the service-account token, CA and namespace. */
 export const SERVICE_ACCOUNT_MOUNT_PATH = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -224,7 +226,9 @@ function addReleaseHook(pod: Pod, settings: InjectionSettings, warnings: string[
   const others = initContainers.filter((c) => c.name !== HOOK_CONTAINER_NAME);
   // Fields the API server defaulted on an earlier round (terminationMessagePath,
   // ...) are kept, so a reinvocation does not fight the defaulting.
-  const earlier = initContainers.find((c) => c.name === HOOK_CONTAINER_NAME);
+  // Its ports are leaderhook's too: none unless the pod asks for metrics.
+  const earlier: Partial<V1Container> = { ...initContainers.find((c) => c.name === HOOK_CONTAINER_NAME) };
+  delete earlier.ports;
   pod.spec.initContainers = [...others, { ...earlier, ...renderHook(pod, settings, warnings) }];
 
   // Our own projected token: the ServiceAccount admission plugin ran before
@@ -240,16 +244,23 @@ function addReleaseHook(pod: Pod, settings: InjectionSettings, warnings: string[
 }
 
 function renderHook(pod: Pod, settings: InjectionSettings, warnings: string[]): V1Container {
+  const resources = hookResources(pod, settings.resources, warnings);
   const env = [fieldEnv('POD_NAME', 'metadata.name'), fieldEnv('POD_NAMESPACE', 'metadata.namespace'), fieldEnv('POD_UID', 'metadata.uid')];
-  if (settings.observe) env.push({ name: 'LEADERHOOK_OBSERVE', value: 'true' });
+  if (settings.observe) {
+    env.push({ name: 'LEADERHOOK_OBSERVE', value: 'true' });
+    warnIfObserveRefused(pod, warnings);
+  }
+  const metricsPort = hookMetricsPort(pod, warnings);
+  if (metricsPort !== undefined) env.push({ name: 'LEADERHOOK_METRICS_PORT', value: String(metricsPort) });
   return {
     name: HOOK_CONTAINER_NAME,
     image: settings.image,
     imagePullPolicy: settings.imagePullPolicy,
     args: ['release'],
     env,
+    ...(metricsPort === undefined ? {} : { ports: [hookMetricsContainerPort(pod, metricsPort)] }),
     restartPolicy: 'Always',
-    resources: hookResources(pod, settings.resources, warnings),
+    resources,
     securityContext: {
       runAsNonRoot: true,
       runAsUser: 65532,
@@ -262,6 +273,67 @@ function renderHook(pod: Pod, settings: InjectionSettings, warnings: string[]): 
     terminationMessagePolicy: 'FallbackToLogsOnError',
     volumeMounts: [{ name: HOOK_TOKEN_VOLUME_NAME, mountPath: SERVICE_ACCOUNT_MOUNT_PATH, readOnly: true }],
   };
+}
+
+/**
+ * A webhook in observe mode is the administrator's (a trial rollout, say),
+ * and the hook keeps to it whatever the pod's leaderhook.io/observe says
+ * (observeMode in src/releaser/rules.ts): a pod may turn observe mode on,
+ * never off. An annotation that asks for it off gets this warning.
+ */
+function warnIfObserveRefused(pod: Pod, warnings: string[]): void {
+  const value = pod.metadata?.annotations?.[annotations.observe];
+  if (value === undefined || observeAnnotationIsOn(value)) return;
+  warnings.push(`leaderhook: ignoring ${annotations.observe}: "${value}": observe mode is set for all pods; a pod cannot turn it off`);
+}
+
+/** The lowest port a process may bind without root or CAP_NET_BIND_SERVICE, unless the node lowers it. */
+const FIRST_UNPRIVILEGED_PORT = 1024;
+
+/**
+ * The port the pod's annotation asks the hook to serve metrics on, or
+ * undefined when it asks for none or for one the hook must not take: not a
+ * port number, or a port (or the port name) another container of the pod
+ * declares. The containers share the pod's network, and the hook starts
+ * before the operator: a port taken by the hook would keep the operator from
+ * binding it. A port nobody declares cannot be seen here.
+ */
+function hookMetricsPort(pod: Pod, warnings: string[]): number | undefined {
+  const key = annotations.hookMetricsPort;
+  const value = pod.metadata?.annotations?.[key];
+  if (value === undefined) return undefined;
+  const port = /^[0-9]{1,5}$/.test(value) ? Number(value) : 0;
+  if (port < 1 || port > 65535) {
+    warnings.push(`leaderhook: ignoring ${key}: "${value}" is not a port number (1-65535)`);
+    return undefined;
+  }
+  const others = [...pod.spec.containers, ...(pod.spec.initContainers ?? []).filter((c) => c.name !== HOOK_CONTAINER_NAME)];
+  for (const container of others) {
+    // Read defensively: a hand-made review may carry anything here.
+    const ports: unknown[] = Array.isArray(container.ports) ? container.ports : [];
+    if (ports.some((p) => isRecord(p) && p.containerPort === port)) {
+      warnings.push(`leaderhook: ignoring ${key}: container "${container.name}" already uses port ${port}`);
+      return undefined;
+    }
+    if (ports.some((p) => isRecord(p) && p.name === HOOK_METRICS_PORT_NAME)) {
+      warnings.push(`leaderhook: ignoring ${key}: container "${container.name}" already has a port named ${HOOK_METRICS_PORT_NAME}`);
+      return undefined;
+    }
+  }
+  if (port < FIRST_UNPRIVILEGED_PORT) {
+    warnings.push(`leaderhook: hook metrics port ${port} is below 1024: the hook runs without root or capabilities and may not get it`);
+  }
+  return port;
+}
+
+/**
+ * The named containerPort that shows the hook's metrics port (a PodMonitor
+ * selects it by name). With hostNetwork the API server wants hostPort equal
+ * to containerPort and defaults it so; it is set here, so a reinvocation
+ * finds what it renders.
+ */
+function hookMetricsContainerPort(pod: Pod, port: number): V1ContainerPort {
+  return { name: HOOK_METRICS_PORT_NAME, containerPort: port, protocol: 'TCP', ...(pod.spec.hostNetwork ? { hostPort: port } : {}) };
 }
 
 function tokenVolume(): V1Volume {
@@ -313,30 +385,37 @@ function hookResources(pod: Pod, defaults: V1ResourceRequirements, warnings: str
 /**
  * R1 needs the hook's SIGTERM to arrive clearly before the pod's deadline, so
  * the grace period has a floor; an optional cap keeps a stuck operator from
- * delaying failover for minutes. The pod's annotation wins over both.
+ * delaying failover for minutes. The pod's annotation wins over the floor
+ * (a shorter grace period only leaves more to GC, as without leaderhook) but
+ * not over the cap: an administrator who bounds drains with it can rely on it
+ * for every injected pod (docs/security.md).
  */
 function adjustGracePeriod(pod: Pod, settings: InjectionSettings, warnings: string[]): void {
   const current = pod.spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
   const requested = pod.metadata?.annotations?.[annotations.gracePeriod];
+  const floor = settings.gracePeriodFloorSeconds;
+  const cap = settings.gracePeriodCapSeconds;
   let wanted = current;
   let why = '';
   if (requested !== undefined) {
     if (/^[0-9]{1,9}$/.test(requested)) {
       wanted = Number(requested);
       why = 'as annotated';
-      if (wanted < settings.gracePeriodFloorSeconds) {
-        warnings.push(`leaderhook: annotated grace period ${wanted}s is below the ${settings.gracePeriodFloorSeconds}s floor; the lock may wait for GC`);
+      if (wanted < floor) {
+        warnings.push(`leaderhook: annotated grace period ${wanted}s is below the ${floor}s floor; the lock may wait for GC`);
+      } else if (cap !== undefined && wanted > cap) {
+        warnings.push(`leaderhook: annotated grace period ${wanted}s is above the ${cap}s cap; capped to it`);
       }
     } else {
       warnings.push(`leaderhook: ignoring ${annotations.gracePeriod}: "${requested}" is not whole seconds`);
     }
   }
-  if (!why && wanted < settings.gracePeriodFloorSeconds) {
-    wanted = settings.gracePeriodFloorSeconds;
+  if (!why && wanted < floor) {
+    wanted = floor;
     why = 'floor: the release hook needs time after the operator stops';
   }
-  if (!why && settings.gracePeriodCapSeconds !== undefined && wanted > settings.gracePeriodCapSeconds) {
-    wanted = settings.gracePeriodCapSeconds;
+  if (cap !== undefined && wanted > cap) {
+    wanted = cap;
     why = 'cap: a stuck operator must not delay failover';
   }
   if (wanted !== current) {

@@ -8,13 +8,13 @@ export interface InjectionSettings {
   imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
   /** Written into the `leaderhook.io/injected` annotation. */
   version: string;
-  /** terminationGracePeriodSeconds is never set below this (R1 needs the time). */
+  /** terminationGracePeriodSeconds is raised to this when below (R1 needs the time); the pod's annotation may go lower. */
   gracePeriodFloorSeconds: number;
-  /** When set, terminationGracePeriodSeconds is never left above this. */
+  /** When set, terminationGracePeriodSeconds is never left above this, whatever the pod's annotation asks. */
   gracePeriodCapSeconds?: number;
   /** Default resources of the hook; pod annotations override them. */
   resources: V1ResourceRequirements;
-  /** Default for observe mode (log what would be released, release nothing). */
+  /** Observe mode for every hook (log what would be released, release nothing); a pod's annotation can add it, not turn it off. */
   observe: boolean;
 }
 

@@ -13,7 +13,7 @@ import { startWatch, type Watcher } from '../kube/watch.ts';
 import { allowed, backgroundRequest, type HookContext } from './context.ts';
 import type { EventRecorder } from './events.ts';
 import type { ForeignLockSink } from './own-locks.ts';
-import { decideHolderRelease, type HolderDecision, type HolderLookup, lockOwner, notFound, observeFromAnnotations } from './rules.ts';
+import { decideHolderRelease, type HolderDecision, type HolderLookup, lockOwner, notFound, observeMode } from './rules.ts';
 import { KeyedSerializer } from './serializer.ts';
 
 /** A ConfigMap lock held by another pod, and what we last learned of its holder. */
@@ -43,7 +43,7 @@ export interface Tracker {
 export class ForeignLocks implements ForeignLockSink {
   readonly #ctx: HookContext;
   readonly #events: EventRecorder;
-  /** Observe mode when the own pod's annotation says nothing (the flag). */
+  /** Observe mode whatever the own pod's annotation says (the flag); the annotation can only add it. */
   readonly #observe: boolean;
   /** A live read found the lock held by another owner than the one tracked: sort it again. */
   readonly #reclassify: (cm: ConfigMap) => void;
@@ -223,15 +223,15 @@ export class ForeignLocks implements ForeignLockSink {
 
   /**
    * Observe mode as this pod's annotation says now, read live right before a
-   * release (a value read at start would half-honour a change); the flag when
-   * the annotation says nothing. Undefined when the own pod cannot be read:
-   * nothing is released then, and a retry is scheduled.
+   * release (a value read at start would half-honour a change); always with
+   * the flag, which the annotation cannot turn off. Undefined when the own
+   * pod cannot be read: nothing is released then, and a retry is scheduled.
    */
   async #observeNow(t: Tracker): Promise<boolean | undefined> {
     const ctx = this.#ctx;
     try {
       const pod = await ctx.client.getPod(ctx.ns, ctx.podName, backgroundRequest(ctx));
-      return observeFromAnnotations(pod) ?? this.#observe;
+      return observeMode(pod, this.#observe);
     } catch (err) {
       if (!ctx.signal.aborted && this.isCurrent(t)) {
         ctx.log.warn({ err, lock: `ConfigMap/${t.name}` }, 'cannot read own pod before releasing a lock; will retry');

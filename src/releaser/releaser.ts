@@ -19,7 +19,7 @@ import { eventRecorder } from './events.ts';
 import { ForeignLocks } from './foreign-locks.ts';
 import { noMetrics, type ReleaserMetrics, startMetrics } from './metrics.ts';
 import { OwnLocks } from './own-locks.ts';
-import { lockNameFromAnnotations, type OwnDecision, observeFromAnnotations } from './rules.ts';
+import { lockNameFromAnnotations, type OwnDecision, observeMode } from './rules.ts';
 import { checkPermissionsOrAssume, logRunning, readOwnPod, reportMissingPermissions, requirePodIdentity } from './start.ts';
 import { terminator } from './terminate.ts';
 import { WaitReporter } from './wait-reports.ts';
@@ -34,7 +34,7 @@ export interface ReleaserOptions {
   lockName?: string;
   /** R1: a SIGTERM must come this long before the deletion deadline (default releaseDefaults.marginSeconds). */
   marginSeconds?: number;
-  /** Log and record Events for what would be released, release nothing; annotation leaderhook.io/observe wins. */
+  /** Log and record Events for what would be released, release nothing; annotation leaderhook.io/observe can turn it on, not off. */
   observe?: boolean;
   /** The SIGTERM release gives up after this long (default releaseDefaults.releaseTimeoutMs). */
   releaseTimeoutMs?: number;
@@ -86,7 +86,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
   const marginSeconds = options.marginSeconds ?? releaseDefaults.marginSeconds;
   const releaseTimeoutMs = options.releaseTimeoutMs ?? releaseDefaults.releaseTimeoutMs;
   const reportIntervalMs = (options.waitReportIntervalSeconds ?? releaseDefaults.waitReportIntervalSeconds) * 1000;
-  // the flag; the own pod's annotation, read live before each release, wins
+  // the flag; the own pod's annotation, read live before each release, can turn it on, not off
   const observe = options.observe ?? false;
   const log = options.logger.child({ pod: podName, namespace: ns });
 
@@ -133,7 +133,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     if (background.signal.aborted || !pod) return;
     void reportMissingPermissions(ctx, events, pod);
     const lockName = lockNameFromAnnotations(pod) ?? own.lockName;
-    logRunning(ctx, pod, { lockName, observe: observeFromAnnotations(pod) ?? observe, marginSeconds, releaseTimeoutMs });
+    logRunning(ctx, pod, { lockName, observe: observeMode(pod, observe), marginSeconds, releaseTimeoutMs });
     const listed = own.start(lockName);
     waits.start(pod);
     await listed;

@@ -3,7 +3,7 @@
  * Nothing here reads a clock, the network or the environment, so each rule
  * and each refusal is tested on its own.
  */
-import { annotations } from '../annotations.ts';
+import { annotations, observeAnnotationIsOn } from '../annotations.ts';
 import type { ConfigMap, Lease, OwnerReference, Pod } from '../kube/types.ts';
 
 /** A holder looked up live and not found (404). */
@@ -270,7 +270,17 @@ export function microTime(ms: number): string {
 export function observeFromAnnotations(pod: Pod | undefined): boolean | undefined {
   const value = pod?.metadata?.annotations?.[annotations.observe];
   if (value === undefined) return undefined;
-  return /^(true|1|yes)$/i.test(value.trim());
+  return observeAnnotationIsOn(value);
+}
+
+/**
+ * Observe mode for a release: always with the flag (the webhook's observe
+ * mode, the administrator's), which the pod's annotation cannot turn off;
+ * without it, as the annotation says. The injector warns about an annotation
+ * this overrules (docs/security.md).
+ */
+export function observeMode(pod: Pod | undefined, flag: boolean): boolean {
+  return flag || observeFromAnnotations(pod) === true;
 }
 
 export function lockNameFromAnnotations(pod: Pod | undefined): string | undefined {

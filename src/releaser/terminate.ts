@@ -10,7 +10,7 @@ import type { ConfigMap, Lease, Pod } from '../kube/types.ts';
 import type { HookContext } from './context.ts';
 import type { EventRecorder } from './events.ts';
 import type { TerminateResult } from './releaser.ts';
-import { decideOwnRelease, isOwnLease, leaseIdentityIsPodName, lockOwner, observeFromAnnotations, releasedLease } from './rules.ts';
+import { decideOwnRelease, isOwnLease, leaseIdentityIsPodName, lockOwner, observeMode, releasedLease } from './rules.ts';
 
 /** This pod's own locks, as R1 gets them. */
 export interface OwnCandidates {
@@ -23,7 +23,7 @@ export interface OwnCandidates {
 export interface TerminateSettings {
   marginSeconds: number;
   releaseTimeoutMs: number;
-  /** Observe mode when the own pod's annotation says nothing (the flag). */
+  /** Observe mode whatever the own pod's annotation says (the flag); the annotation can only add it. */
   observe: boolean;
   /** Called first, at the signal: ends the background work, which must not race the release. */
   stopBackground(): void;
@@ -123,7 +123,7 @@ export function terminator(ctx: HookContext, events: EventRecorder, candidates: 
     result.decision = decision;
     if (!decision.release) return;
     // the annotation as it is now, read live with the decision
-    const observe = observeFromAnnotations(pod) ?? settings.observe;
+    const observe = observeMode(pod, settings.observe);
     const work: Promise<void>[] = [];
     const one = async (kind: 'ConfigMap' | 'Lease', name: string, release: () => Promise<Outcome>) => {
       const id = `${kind}/${name}`;

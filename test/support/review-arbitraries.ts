@@ -112,7 +112,7 @@ const dnsLabel = fc.stringMatching(/^[a-z]([-a-z0-9]{0,14}[a-z0-9])?$/);
 const KNOWN_KEYS = new Set(
   (
     'apiVersion kind request uid object dryRun name namespace operation metadata spec containers initContainers volumes env envFrom ' +
-    'annotations labels terminationGracePeriodSeconds hostNetwork template jobTemplate group version'
+    'annotations labels terminationGracePeriodSeconds hostNetwork template jobTemplate group version ports containerPort'
   ).split(' '),
 );
 
@@ -212,6 +212,14 @@ function container(extras: boolean): fc.Arbitrary<Record<string, unknown>> {
         env: fc.array(envVar(extras), { maxLength: 4 }),
         envFrom: fc.array(fc.record({ configMapRef: fc.record({ name: dnsLabel }) }), { maxLength: 2 }),
         resources: fc.record({ requests: fc.record({ cpu: fc.constantFrom('10m', '1'), memory: fc.constantFrom('64Mi', '1Gi') }) }),
+        // 8080 and hook-metrics also come as the hook's metrics port and its name: a clash the injector must see
+        ports: fc.array(
+          fc.record(
+            { name: fc.oneof(dnsLabel, fc.constant('hook-metrics')), containerPort: fc.oneof(fc.constant(8080), fc.integer({ min: 1, max: 65535 })) },
+            { requiredKeys: ['containerPort'] },
+          ),
+          { maxLength: 2 },
+        ),
       },
       { requiredKeys: ['name', 'image'] },
     ),
@@ -229,6 +237,7 @@ const leaderhookAnnotations = fc.record(
     [annotations.hookCpuRequest]: fc.oneof(fc.constantFrom('10m', '1', '0.5', '250m'), text(6)),
     [annotations.hookMemoryLimit]: fc.oneof(fc.constantFrom('64Mi', '1Gi', '128974848'), text(6)),
     [annotations.observe]: fc.constantFrom('true', 'false', 'yes'),
+    [annotations.hookMetricsPort]: fc.oneof(fc.constantFrom('8080', '9464', '80', '0', '65536'), fc.integer({ min: 1, max: 65535 }).map(String), text(6)),
     [annotations.lock]: text(),
     [annotations.injected]: fc.constantFrom('0.0.1', '0.1.0'),
   },

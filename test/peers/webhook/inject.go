@@ -16,19 +16,22 @@ import (
 )
 
 const (
-	hookContainerName        = "leaderhook-release"
-	hookTokenVolumeName      = "leaderhook-api-access"
-	serviceAccountMountPath  = "/var/run/secrets/kubernetes.io/serviceaccount"
-	mirrorPodAnnotation      = "kubernetes.io/config.mirror"
-	tokenExpirationSeconds   = int64(3607)
-	defaultGracePeriod       = int64(30)
-	injectAnnotation         = "leaderhook.io/inject"
-	injectedAnnotation       = "leaderhook.io/injected"
-	gracePeriodAnnotation    = "leaderhook.io/termination-grace-period-seconds"
-	hookCPURequestAnnotation = "leaderhook.io/hook-cpu-request"
-	hookMemRequestAnnotation = "leaderhook.io/hook-memory-request"
-	hookCPULimitAnnotation   = "leaderhook.io/hook-cpu-limit"
-	hookMemLimitAnnotation   = "leaderhook.io/hook-memory-limit"
+	hookContainerName         = "leaderhook-release"
+	hookTokenVolumeName       = "leaderhook-api-access"
+	serviceAccountMountPath   = "/var/run/secrets/kubernetes.io/serviceaccount"
+	mirrorPodAnnotation       = "kubernetes.io/config.mirror"
+	tokenExpirationSeconds    = int64(3607)
+	defaultGracePeriod        = int64(30)
+	injectAnnotation          = "leaderhook.io/inject"
+	injectedAnnotation        = "leaderhook.io/injected"
+	gracePeriodAnnotation     = "leaderhook.io/termination-grace-period-seconds"
+	hookCPURequestAnnotation  = "leaderhook.io/hook-cpu-request"
+	hookMemRequestAnnotation  = "leaderhook.io/hook-memory-request"
+	hookCPULimitAnnotation    = "leaderhook.io/hook-cpu-limit"
+	hookMemLimitAnnotation    = "leaderhook.io/hook-memory-limit"
+	hookMetricsPortAnnotation = "leaderhook.io/hook-metrics-port"
+	observeAnnotation         = "leaderhook.io/observe"
+	hookMetricsPortName       = "hook-metrics"
 )
 
 // Settings are the webhook's flags, as InjectionSettings in src/injector/types.ts.
@@ -120,6 +123,20 @@ func addReleaseHook(pod *corev1.Pod, s Settings, warnings []string) []string {
 	env := []corev1.EnvVar{fieldEnv("POD_NAME", "metadata.name"), fieldEnv("POD_NAMESPACE", "metadata.namespace"), fieldEnv("POD_UID", "metadata.uid")}
 	if s.Observe {
 		env = append(env, corev1.EnvVar{Name: "LEADERHOOK_OBSERVE", Value: "true"})
+		if value, ok := pod.Annotations[observeAnnotation]; ok && !observeOn.MatchString(strings.TrimSpace(value)) {
+			warnings = append(warnings, fmt.Sprintf("leaderhook: ignoring %s: \"%s\": observe mode is set for all pods; a pod cannot turn it off", observeAnnotation, value))
+		}
+	}
+	// The hook's ports are leaderhook's: none unless the pod asks for metrics.
+	hook.Ports = nil
+	port, warnings := hookMetricsPort(pod, warnings)
+	if port > 0 {
+		env = append(env, corev1.EnvVar{Name: "LEADERHOOK_METRICS_PORT", Value: strconv.Itoa(int(port))})
+		p := corev1.ContainerPort{Name: hookMetricsPortName, ContainerPort: port, Protocol: corev1.ProtocolTCP}
+		if pod.Spec.HostNetwork {
+			p.HostPort = port
+		}
+		hook.Ports = []corev1.ContainerPort{p}
 	}
 	hook.Name = hookContainerName
 	hook.Image = s.Image
@@ -209,6 +226,49 @@ func hookResources(pod *corev1.Pod, defaults corev1.ResourceRequirements, warnin
 	return r, warnings
 }
 
+// observeOn is src/annotations.ts' observeAnnotationIsOn, on a trimmed value.
+var observeOn = regexp.MustCompile(`(?i)^(true|1|yes)$`)
+
+var portNumber = regexp.MustCompile(`^[0-9]{1,5}$`)
+
+// hookMetricsPort is the port the pod's annotation asks the hook to serve
+// metrics on, or 0 when none, or one another container declares.
+func hookMetricsPort(pod *corev1.Pod, warnings []string) (int32, []string) {
+	value, ok := pod.Annotations[hookMetricsPortAnnotation]
+	if !ok {
+		return 0, warnings
+	}
+	port := 0
+	if portNumber.MatchString(value) {
+		port, _ = strconv.Atoi(value)
+	}
+	if port < 1 || port > 65535 {
+		return 0, append(warnings, fmt.Sprintf("leaderhook: ignoring %s: \"%s\" is not a port number (1-65535)", hookMetricsPortAnnotation, value))
+	}
+	others := append([]corev1.Container{}, pod.Spec.Containers...)
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name != hookContainerName {
+			others = append(others, c)
+		}
+	}
+	for _, c := range others {
+		for _, p := range c.Ports {
+			if int(p.ContainerPort) == port {
+				return 0, append(warnings, fmt.Sprintf("leaderhook: ignoring %s: container \"%s\" already uses port %d", hookMetricsPortAnnotation, c.Name, port))
+			}
+		}
+		for _, p := range c.Ports {
+			if p.Name == hookMetricsPortName {
+				return 0, append(warnings, fmt.Sprintf("leaderhook: ignoring %s: container \"%s\" already has a port named %s", hookMetricsPortAnnotation, c.Name, hookMetricsPortName))
+			}
+		}
+	}
+	if port < 1024 {
+		warnings = append(warnings, fmt.Sprintf("leaderhook: hook metrics port %d is below 1024: the hook runs without root or capabilities and may not get it", port))
+	}
+	return int32(port), warnings
+}
+
 var wholeSeconds = regexp.MustCompile(`^[0-9]{1,9}$`)
 
 func adjustGracePeriod(pod *corev1.Pod, s Settings, warnings []string) []string {
@@ -223,6 +283,8 @@ func adjustGracePeriod(pod *corev1.Pod, s Settings, warnings []string) []string 
 			why = "as annotated"
 			if wanted < s.GracePeriodFloor {
 				warnings = append(warnings, fmt.Sprintf("leaderhook: annotated grace period %ds is below the %ds floor; the lock may wait for GC", wanted, s.GracePeriodFloor))
+			} else if s.GracePeriodCap > 0 && wanted > s.GracePeriodCap {
+				warnings = append(warnings, fmt.Sprintf("leaderhook: annotated grace period %ds is above the %ds cap; capped to it", wanted, s.GracePeriodCap))
 			}
 		} else {
 			warnings = append(warnings, fmt.Sprintf("leaderhook: ignoring %s: \"%s\" is not whole seconds", gracePeriodAnnotation, requested))
@@ -231,7 +293,8 @@ func adjustGracePeriod(pod *corev1.Pod, s Settings, warnings []string) []string 
 	if why == "" && wanted < s.GracePeriodFloor {
 		wanted, why = s.GracePeriodFloor, "floor: the release hook needs time after the operator stops"
 	}
-	if why == "" && s.GracePeriodCap > 0 && wanted > s.GracePeriodCap {
+	// The cap wins over the annotation too (docs/security.md).
+	if s.GracePeriodCap > 0 && wanted > s.GracePeriodCap {
 		wanted, why = s.GracePeriodCap, "cap: a stuck operator must not delay failover"
 	}
 	if wanted != current {

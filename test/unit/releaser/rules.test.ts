@@ -14,6 +14,7 @@ import {
   microTime,
   notFound,
   observeFromAnnotations,
+  observeMode,
   releasedLease,
   sameWorkload,
 } from '../../../src/releaser/rules.ts';
@@ -275,6 +276,14 @@ describe('annotations and workloads', () => {
     assert.equal(observeFromAnnotations(p({ 'leaderhook.io/observe': 'true' })), true);
     assert.equal(observeFromAnnotations(p({ 'leaderhook.io/observe': 'false' })), false);
     assert.equal(observeFromAnnotations(p()), undefined);
+    // the flag (the webhook's observe mode) wins over an annotation that turns it off; an annotation can turn it on
+    assert.equal(observeMode(p({ 'leaderhook.io/observe': 'false' }), true), true);
+    assert.equal(observeMode(p({ 'leaderhook.io/observe': 'off' }), true), true);
+    assert.equal(observeMode(p(), true), true);
+    assert.equal(observeMode(undefined, true), true);
+    assert.equal(observeMode(p({ 'leaderhook.io/observe': ' YES ' }), false), true);
+    assert.equal(observeMode(p({ 'leaderhook.io/observe': 'false' }), false), false);
+    assert.equal(observeMode(p(), false), false);
     assert.equal(lockNameFromAnnotations(p({ 'leaderhook.io/lock': ' my-lock ' })), 'my-lock');
     assert.equal(lockNameFromAnnotations(p({ 'leaderhook.io/lock': '' })), undefined);
   });

@@ -157,11 +157,11 @@ const ownLock = (rv = '7'): ConfigMap => ({
   metadata: { name: 'op-lock', namespace: 'ns', uid: 'cm-1', resourceVersion: rv, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'op-0', uid }] },
 });
 
-async function start(url: string, releaseTimeoutMs = 1500) {
+async function start(url: string, releaseTimeoutMs = 1500, observe = false) {
   const lines: { msg: string; [k: string]: unknown }[] = [];
   const logger = pino({ level: 'debug' }, { write: (l: string) => lines.push(JSON.parse(l)) });
   const client = createKubeClient({ server: new URL(url), source: 'test' });
-  const releaser = await runReleaser({ podName: 'op-0', podNamespace: 'ns', podUid: uid, client, logger, releaseTimeoutMs });
+  const releaser = await runReleaser({ podName: 'op-0', podNamespace: 'ns', podUid: uid, client, logger, releaseTimeoutMs, observe });
   running.push({
     async stop() {
       await releaser.stop();
@@ -399,11 +399,12 @@ describe('observe mode for the locks of other pods (R0, R2, R3)', () => {
   };
 
   /**
-   * Starts with the own pod annotated `before` and the holder Running; then
-   * the annotation becomes `after`, the holder disappears (R3), and a watch
-   * event on the holder makes the hook look again.
+   * Starts with the own pod annotated `before` and the holder Running, the
+   * flag --observe as `flag` says; then the annotation becomes `after`, the
+   * holder disappears (R3), and a watch event on the holder makes the hook
+   * look again.
    */
-  async function flip(before: string | undefined, after: string) {
+  async function flip(before: string | undefined, after: string, flag = false) {
     let observe = before;
     let holderGone = false;
     let holderWatch: ServerResponse | undefined;
@@ -423,7 +424,7 @@ describe('observe mode for the locks of other pods (R0, R2, R3)', () => {
         return false;
       },
     });
-    const { releaser, client } = await start(api.url);
+    const { releaser, client } = await start(api.url, 1500, flag);
     await guarded(releaser.ready);
     await until('the holder is read and watched', () => holderWatch !== undefined && api.calls.includes('GET /api/v1/namespaces/ns/pods/op-old'));
     const before0 = api.calls.length;
@@ -449,6 +450,15 @@ describe('observe mode for the locks of other pods (R0, R2, R3)', () => {
 
   it("releases nothing once the own pod's observe annotation is turned on after start", async () => {
     const { api, bodies, releaser, client, since } = await flip(undefined, 'true');
+    await until('the would-release Events', () => bodies.filter((b) => b.includes('"LeaderLockWouldRelease"')).length === 2);
+    await releaser.stop();
+    client.close();
+    assert.ok(!api.calls.some((c) => c.startsWith('DELETE')), since().join('\n'));
+    assert.ok(since().includes('GET /api/v1/namespaces/ns/pods/op-0'), 'the own pod is read live before deciding');
+  });
+
+  it("releases nothing with the flag on (the webhook's observe mode), though the own pod's annotation turns observe off", async () => {
+    const { api, bodies, releaser, client, since } = await flip('true', 'false', true);
     await until('the would-release Events', () => bodies.filter((b) => b.includes('"LeaderLockWouldRelease"')).length === 2);
     await releaser.stop();
     client.close();

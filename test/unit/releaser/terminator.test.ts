@@ -115,6 +115,25 @@ describe('terminator (R1 without watches)', () => {
     assert.deepEqual(r.calls, ['getPod op-0', 'createEvent LeaderLockWouldRelease']);
   });
 
+  it("in the webhook's observe mode (the flag) changes nothing, though the pod's annotation turns observe off", async () => {
+    const annotated = pod(30);
+    annotated.metadata = { ...annotated.metadata, annotations: { 'leaderhook.io/observe': 'false' } };
+    const r = run(annotated, given([lock], [lease]), true);
+    const result = await r.onTerminate();
+    assert.deepEqual(result.observed.sort(), ['ConfigMap/op-lock', 'Lease/op-lease']);
+    assert.deepEqual(result.released, []);
+    assert.ok(!r.calls.some((c) => c.startsWith('deleteConfigMap') || c.startsWith('updateLease')), r.calls.join('\n'));
+  });
+
+  it('without the flag, the pod annotation turns observe mode on', async () => {
+    const annotated = pod(30);
+    annotated.metadata = { ...annotated.metadata, annotations: { 'leaderhook.io/observe': 'yes' } };
+    const r = run(annotated, given([lock], []));
+    const result = await r.onTerminate();
+    assert.deepEqual(result.observed, ['ConfigMap/op-lock']);
+    assert.deepEqual(result.released, []);
+  });
+
   it('reports a candidate lookup that failed, and still releases the rest', async () => {
     const r = run(pod(30), {
       locks: async () => {
