@@ -7,8 +7,10 @@
 import type { V1Node, V1SubjectAccessReview } from '@kubernetes/client-node';
 import { annotations } from '../annotations.ts';
 import type { Pod, Wire } from '../kube/types.ts';
+import { NONROOT_UID } from '../nonroot-user.ts';
 import { apiPaths, type CheckApi, listAll, messageOf, remedyForError, statusOf } from './api.ts';
 import { describePermission, hookPermissions, subjectAccessReview } from './hook-permissions.ts';
+import { REQUIRE_POD_NAME_WEBHOOK } from './registration.ts';
 import { type CheckResult, failed, listSome, passed } from './report.ts';
 import {
   hookContainerOf,
@@ -26,6 +28,8 @@ import {
 
 /** What the probe pod is called; a dry run stores nothing, so the name is only for the API server's log. */
 const PROBE_GENERATE_NAME = 'leaderhook-check-';
+/** The Role deploy/operator-rbac/role.yaml grants the hook in an operator's namespace. */
+const HOOK_ROLE = 'leaderhook-release';
 /** Never pulled (a dry run starts nothing): any image an admission policy is likely to allow. */
 const PROBE_IMAGE = 'registry.k8s.io/pause:3.10';
 
@@ -41,7 +45,7 @@ function probePod(namespace: string): Pod {
     metadata: { generateName: PROBE_GENERATE_NAME, namespace },
     spec: {
       automountServiceAccountToken: false,
-      securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } },
+      securityContext: { runAsNonRoot: true, runAsUser: NONROOT_UID, runAsGroup: NONROOT_UID, seccompProfile: { type: 'RuntimeDefault' } },
       containers: [
         {
           name: 'probe',
@@ -66,7 +70,7 @@ export async function checkDryRunPod(api: CheckApi, namespace: string, webhookNa
     created = await api.post(apiPaths.pods(namespace), probePod(namespace), { dryRun: 'All' });
   } catch (error) {
     const message = messageOf(error);
-    const remedy = message.includes('require-pod-name.leaderhook.io')
+    const remedy = message.includes(REQUIRE_POD_NAME_WEBHOOK)
       ? 'the webhook did not answer, and this namespace is required: pods without POD_NAME are refused until it does; mend the checks above first'
       : remedyForError(error, `create pods in ${namespace}`);
     return { result: failed(title, `refused: ${message}`, remedy) };
@@ -106,7 +110,7 @@ export async function checkPermissions(api: CheckApi, namespace: string, pods: r
       return failed(
         title,
         `lacks ${missing.join(', ')}: its hook releases less or nothing, and the garbage collector stays in charge`,
-        `kubectl apply -n ${namespace} -f deploy/operator-rbac/role.yaml && kubectl create rolebinding -n ${namespace} leaderhook-release-${account} --role=leaderhook-release --serviceaccount=${namespace}:${account}`,
+        `kubectl apply -n ${namespace} -f deploy/operator-rbac/role.yaml && kubectl create rolebinding -n ${namespace} ${HOOK_ROLE}-${account} --role=${HOOK_ROLE} --serviceaccount=${namespace}:${account}`,
       );
     }),
   );

@@ -9,9 +9,10 @@ import { isDeepStrictEqual } from 'node:util';
 import type { V1MutatingWebhook, V1MutatingWebhookConfiguration } from '@kubernetes/client-node';
 import { WORKLOAD_KINDS } from '../injector/workloads.ts';
 import type { Wire } from '../kube/types.ts';
+import { annotations } from '../annotations.ts';
+import { INJECTION_LABEL } from '../labels.ts';
 
-/** The namespace label that opts a namespace in, and its values (the inject entry's namespaceSelector). */
-export const INJECTION_LABEL = 'leaderhook.io/injection';
+/** The values of the namespace label that opt a namespace in (the inject entry's namespaceSelector). */
 export const INJECTION_MODES = ['enabled', 'required'] as const;
 
 /** Where the registration sends reviews when the live object does not say (deploy/service.yaml). */
@@ -64,10 +65,13 @@ export function webhookEssentials(webhook: V1MutatingWebhook): WebhookEssentials
 }
 
 /** Namespaces no entry ever sends, whatever their label. */
-export const EXCLUDED_NAMESPACES: readonly string[] = ['leaderhook-system', 'kube-system'];
+export const EXCLUDED_NAMESPACES: readonly string[] = [DEFAULT_WEBHOOK_SERVICE.namespace, 'kube-system'];
 const excludedNamespaces = { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [...EXCLUDED_NAMESPACES] };
-const notOptedOut = { matchExpressions: [{ key: 'leaderhook.io/inject', operator: 'NotIn', values: ['false'] }] };
+const notOptedOut = { matchExpressions: [{ key: annotations.inject, operator: 'NotIn', values: ['false'] }] };
 const podRules = ['CREATE /v1/pods'];
+
+/** The entry that refuses pods without POD_NAME in required namespaces while the webhook is down. */
+export const REQUIRE_POD_NAME_WEBHOOK = 'require-pod-name.leaderhook.io';
 
 /** deploy/'s entries, in deploy/'s order: the Ignore entry must run before the Fail one. */
 export const EXPECTED_WEBHOOKS: readonly WebhookEssentials[] = [
@@ -84,7 +88,7 @@ export const EXPECTED_WEBHOOKS: readonly WebhookEssentials[] = [
     service: '/mutate:443',
   },
   {
-    name: 'require-pod-name.leaderhook.io',
+    name: REQUIRE_POD_NAME_WEBHOOK,
     failurePolicy: 'Fail',
     sideEffects: 'None',
     timeoutSeconds: 5,

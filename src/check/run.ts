@@ -9,7 +9,8 @@ import type { List, Wire } from '../kube/types.ts';
 import { apiPaths, type CheckApi, messageOf, remedyForError, statusOf } from './api.ts';
 import { checkEndpoints, checkRegistration, checkServingCertificate } from './install-checks.ts';
 import { checkDryRunPod, checkHookImagePull, checkInjectedPods, checkPermissions, listPods } from './namespace-checks.ts';
-import { EXCLUDED_NAMESPACES, INJECTION_LABEL, INJECTION_MODES, webhookService } from './registration.ts';
+import { INJECTION_LABEL } from '../labels.ts';
+import { EXCLUDED_NAMESPACES, INJECTION_MODES, webhookService } from './registration.ts';
 import { type CheckResult, failed, listSome, passed } from './report.ts';
 
 export interface CheckOptions {

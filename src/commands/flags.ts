@@ -1,5 +1,6 @@
 /** The flags of each command: parsing, --help and the tables of docs/reference.md all come from here. */
 import { type FlagSpec, flagTable } from '../flags.ts';
+import { INJECTION_LABEL } from '../labels.ts';
 import { releaseDefaults } from '../releaser/defaults.ts';
 
 /**
@@ -200,7 +201,7 @@ export const checkFlags = flagTable([
     name: 'namespace',
     kind: 'string',
     env: 'LEADERHOOK_NAMESPACE',
-    help: 'check only this namespace; unset: every namespace labelled leaderhook.io/injection=enabled or required',
+    help: `check only this namespace; unset: every namespace labelled ${INJECTION_LABEL}=enabled or required`,
   },
   {
     name: 'webhook-configuration',

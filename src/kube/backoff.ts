@@ -1,9 +1,13 @@
+/** The first retry comes within half a second; none waits more than half a minute, so a recovered API server is seen soon. */
+export const BACKOFF_INITIAL_MS = 500;
+export const BACKOFF_MAX_MS = 30_000;
+
 /**
  * Exponential backoff with full jitter: attempt 1 waits up to `initialMs`,
  * each further attempt doubles the ceiling up to `maxMs`. Jitter keeps the
  * hooks of many pods from hammering a recovering API server in step.
  */
-export function backoffDelay(attempt: number, initialMs: number, maxMs: number, random = Math.random): number {
+export function backoffDelay(attempt: number, initialMs = BACKOFF_INITIAL_MS, maxMs = BACKOFF_MAX_MS, random = Math.random): number {
   const ceiling = Math.min(maxMs, initialMs * 2 ** Math.max(0, attempt - 1));
   return Math.round(ceiling / 2 + (random() * ceiling) / 2);
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { SERVICE_ACCOUNT_DIR } from './service-account.ts';
 import { fileToken, staticToken, type TokenSource } from './token.ts';
 
 /** How to reach one API server, and as whom. */
@@ -37,8 +38,6 @@ export interface ExecPlugin {
   dir: string;
 }
 
-export const serviceAccountDir = '/var/run/secrets/kubernetes.io/serviceaccount';
-
 function readOrThrow(path: string, what: string): Buffer {
   try {
     return readFileSync(path);
@@ -52,7 +51,7 @@ function readOrThrow(path: string, what: string): Buffer {
  * cluster CA, the service-account token (re-read as the kubelet rotates it)
  * and the pod's namespace, all from the projected service-account volume.
  */
-export function inClusterConfig(env: NodeJS.ProcessEnv = process.env, dir = serviceAccountDir): ClusterConfig {
+export function inClusterConfig(env: NodeJS.ProcessEnv = process.env, dir = SERVICE_ACCOUNT_DIR): ClusterConfig {
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT;
   if (!host || !port) {

@@ -1,5 +1,5 @@
 import type { Logger } from '../line-log.ts';
-import { backoffDelay, sleep } from './backoff.ts';
+import { BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, backoffDelay, sleep } from './backoff.ts';
 import type { KubeClient } from './client.ts';
 import { errorFromStatus, isGone, KubeApiError } from './errors.ts';
 import type { KubeObject, List, WatchEvent } from './types.ts';
@@ -60,8 +60,8 @@ export interface Watcher {
  */
 export function startWatch<T extends KubeObject>(opts: WatchOptions<T>, handlers: WatchHandlers<T>): Watcher {
   const abort = new AbortController();
-  const initialMs = opts.initialBackoffMs ?? 500;
-  const maxMs = opts.maxBackoffMs ?? 30_000;
+  const initialMs = opts.initialBackoffMs ?? BACKOFF_INITIAL_MS;
+  const maxMs = opts.maxBackoffMs ?? BACKOFF_MAX_MS;
   const idleTimeoutMs = opts.idleTimeoutMs ?? 90_000;
   const log = opts.logger.child({ watch: opts.what });
   let synced = false;

@@ -3,6 +3,7 @@ import type { Logger } from '../line-log.ts';
 import type { EventTarget } from './events.ts';
 import type { ReleaserMetrics } from './metrics.ts';
 import { can, type Permissions } from './permissions.ts';
+import { REQUEST_TIMEOUT_MS } from './request-timeout.ts';
 
 export interface Clock {
   /** Milliseconds since the epoch, like Date.now(). */
@@ -37,5 +38,5 @@ export function allowed(ctx: HookContext, resource: string, verb: string): boole
 
 /** Background requests: bounded, and cancelled when the hook stops or SIGTERM comes. */
 export function backgroundRequest(ctx: HookContext): { timeoutMs: number; signal: AbortSignal } {
-  return { timeoutMs: 5_000, signal: ctx.signal };
+  return { timeoutMs: REQUEST_TIMEOUT_MS, signal: ctx.signal };
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { KubeEvent } from '../kube/types.ts';
 import { allowed, type HookContext } from './context.ts';
+import { REQUEST_TIMEOUT_MS } from './request-timeout.ts';
 
 export type EventReason = 'LeaderLockReleased' | 'LeaderLockWouldRelease' | 'LeaderLockHeld' | 'ReleaseHookPermissionsMissing';
 
@@ -62,7 +63,7 @@ export function eventRecorder(ctx: HookContext): EventRecorder {
     if (!allowed(ctx, 'events', 'create')) return;
     try {
       const event = buildPodEvent({ target, reason, message, type, reportingInstance: ctx.podName, now: ctx.clock.now() });
-      await ctx.client.createEvent(ctx.ns, event, { timeoutMs: 5_000, ...(signal ? { signal } : {}) });
+      await ctx.client.createEvent(ctx.ns, event, { timeoutMs: REQUEST_TIMEOUT_MS, ...(signal ? { signal } : {}) });
     } catch (err) {
       ctx.log.warn({ err, reason }, 'could not record Event');
     }

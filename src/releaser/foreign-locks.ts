@@ -216,7 +216,7 @@ export class ForeignLocks implements ForeignLockSink {
         t.retry = undefined;
         void this.evaluate(t);
       },
-      backoffDelay(t.failures, 1_000, 30_000),
+      backoffDelay(t.failures, 1_000),
     );
     t.retry.unref();
   }

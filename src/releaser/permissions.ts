@@ -1,5 +1,6 @@
 import type { Logger } from '../line-log.ts';
 import type { KubeClient } from '../kube/client.ts';
+import { REQUEST_TIMEOUT_MS } from './request-timeout.ts';
 
 /** What the hook needs in its own namespace (docs/design.md#what-the-hook-needs), and what it cannot do without each. */
 export const requiredPermissions = [
@@ -37,7 +38,7 @@ export async function checkPermissions(client: KubeClient, namespace: string, lo
             kind: 'SelfSubjectAccessReview',
             spec: { resourceAttributes: { namespace, group, resource, verb } },
           },
-          { timeoutMs: 5_000 },
+          { timeoutMs: REQUEST_TIMEOUT_MS },
         );
         perms.set(permissionKey(resource, verb), review.status?.allowed === true);
       } catch (err) {

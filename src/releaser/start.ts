@@ -5,7 +5,7 @@
  */
 import { backoffDelay, sleep } from '../kube/backoff.ts';
 import type { Pod } from '../kube/types.ts';
-import type { HookContext } from './context.ts';
+import { backgroundRequest, type HookContext } from './context.ts';
 import type { EventRecorder } from './events.ts';
 import { can, checkPermissions, type Permissions, permissionEffects, requiredPermissions } from './permissions.ts';
 import { leaseIdentityIsPodName } from './rules.ts';
@@ -42,10 +42,10 @@ export function checkPermissionsOrAssume(ctx: HookContext): Promise<Permissions 
 export async function readOwnPod(ctx: HookContext): Promise<Pod | undefined> {
   for (let attempt = 1; !ctx.signal.aborted; attempt++) {
     try {
-      return await ctx.client.getPod(ctx.ns, ctx.podName, { timeoutMs: 5_000, signal: ctx.signal });
+      return await ctx.client.getPod(ctx.ns, ctx.podName, backgroundRequest(ctx));
     } catch (err) {
       if (ctx.signal.aborted) return undefined;
-      const delay = backoffDelay(attempt, 500, 30_000);
+      const delay = backoffDelay(attempt);
       ctx.log[attempt > 3 ? 'warn' : 'info']({ err, retryInMs: delay }, 'cannot read own pod yet; R0-R3 wait for it');
       await sleep(delay, ctx.signal);
     }
