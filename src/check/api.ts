@@ -37,10 +37,6 @@ export function statusOf(error: unknown): number | undefined {
   return error instanceof KubeApiError ? error.status : undefined;
 }
 
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** The remedy for a call the API refused: 403 is the user's RBAC, not leaderhook's. */
 export function remedyForError(error: unknown, needs: string): string {
   if (statusOf(error) === 403) return `run leaderhook check as a user who may ${needs} (cluster-admin may)`;

@@ -4,8 +4,9 @@
  * it serves, and its Service has somewhere to send reviews.
  */
 import type { V1EndpointSlice, V1MutatingWebhookConfiguration, V1Service } from '@kubernetes/client-node';
+import { errorMessage } from '../error-message.ts';
 import type { Wire } from '../kube/types.ts';
-import { apiPaths, type CheckApi, listAll, messageOf, remedyForError, statusOf } from './api.ts';
+import { apiPaths, type CheckApi, listAll, remedyForError, statusOf } from './api.ts';
 import { verifyServingCertificate } from './certificate.ts';
 import { EXPECTED_WEBHOOKS, registrationProblems, webhookService } from './registration.ts';
 import { type CheckResult, failed, passed } from './report.ts';
@@ -21,7 +22,7 @@ export async function checkRegistration(api: CheckApi, name: string): Promise<{ 
     if (statusOf(error) === 404) {
       return { result: failed(title, `MutatingWebhookConfiguration ${name} not found`, `${REAPPLY}; or name yours with --webhook-configuration`) };
     }
-    return { result: failed(title, messageOf(error), remedyForError(error, 'get mutatingwebhookconfigurations')) };
+    return { result: failed(title, errorMessage(error), remedyForError(error, 'get mutatingwebhookconfigurations')) };
   }
   const problems = registrationProblems(config);
   if (problems.length > 0) {
@@ -63,7 +64,7 @@ export async function checkServingCertificate(
         `cert-manager writes it for the Certificate of deploy/certificates.yaml: kubectl -n ${service.namespace} describe certificate; or name yours with --tls-secret`,
       );
     }
-    return failed(title, messageOf(error), remedyForError(error, `get secrets in ${service.namespace}`));
+    return failed(title, errorMessage(error), remedyForError(error, `get secrets in ${service.namespace}`));
   }
   const decode = (key: string) => (data[key] ? Buffer.from(data[key], 'base64').toString('utf8') : undefined);
   const chain = decode('tls.crt');
@@ -96,7 +97,7 @@ export async function checkEndpoints(api: CheckApi, config: Wire<V1MutatingWebho
     slices = await listAll(api, apiPaths.endpointSlices(namespace), { labelSelector: `kubernetes.io/service-name=${name}` });
   } catch (error) {
     if (statusOf(error) === 404) return failed(title, `Service ${namespace}/${name} not found`, REAPPLY);
-    return failed(title, messageOf(error), remedyForError(error, `get services and list endpointslices in ${namespace}`));
+    return failed(title, errorMessage(error), remedyForError(error, `get services and list endpointslices in ${namespace}`));
   }
   const endpoints = slices.flatMap((s) => s.endpoints ?? []);
   // An endpoint without a ready condition counts as ready (discovery.k8s.io/v1).

@@ -6,9 +6,10 @@
  */
 import type { V1Node, V1SubjectAccessReview } from '@kubernetes/client-node';
 import { annotations } from '../annotations.ts';
+import { errorMessage } from '../error-message.ts';
 import type { Pod, Wire } from '../kube/types.ts';
 import { NONROOT_UID } from '../nonroot-user.ts';
-import { apiPaths, type CheckApi, listAll, messageOf, remedyForError, statusOf } from './api.ts';
+import { apiPaths, type CheckApi, listAll, remedyForError, statusOf } from './api.ts';
 import { describePermission, hookPermissions, subjectAccessReview } from './hook-permissions.ts';
 import { REQUIRE_POD_NAME_WEBHOOK } from './registration.ts';
 import { type CheckResult, failed, listSome, passed } from './report.ts';
@@ -69,7 +70,7 @@ export async function checkDryRunPod(api: CheckApi, namespace: string, webhookNa
   try {
     created = await api.post(apiPaths.pods(namespace), probePod(namespace), { dryRun: 'All' });
   } catch (error) {
-    const message = messageOf(error);
+    const message = errorMessage(error);
     const remedy = message.includes(REQUIRE_POD_NAME_WEBHOOK)
       ? 'the webhook did not answer, and this namespace is required: pods without POD_NAME are refused until it does; mend the checks above first'
       : remedyForError(error, `create pods in ${namespace}`);
@@ -103,7 +104,7 @@ export async function checkPermissions(api: CheckApi, namespace: string, pods: r
           hookPermissions.map((p) => api.post<Wire<V1SubjectAccessReview>>(apiPaths.subjectAccessReviews(), subjectAccessReview(namespace, account, p))),
         );
       } catch (error) {
-        return failed(title, `cannot ask the API server: ${messageOf(error)}`, remedyForError(error, 'create subjectaccessreviews'));
+        return failed(title, `cannot ask the API server: ${errorMessage(error)}`, remedyForError(error, 'create subjectaccessreviews'));
       }
       const missing = hookPermissions.filter((_, i) => reviews[i]?.status?.allowed !== true).map(describePermission);
       if (missing.length === 0) return passed(title, `all ${hookPermissions.length} permissions the hook needs`);
@@ -213,7 +214,7 @@ export async function checkHookImagePull(
   try {
     images = await Promise.all(nodes.map((n) => imagesOfNode(api, n)));
   } catch (error) {
-    return failed(title, messageOf(error), remedyForError(error, 'get nodes'));
+    return failed(title, errorMessage(error), remedyForError(error, 'get nodes'));
   }
   const holding = nodes.filter((_, i) => nodeListsImage(images[i], hook.image));
   const others = nodes.filter((n) => !holding.includes(n));

@@ -5,11 +5,12 @@
  * one run names every problem; results are emitted as they come.
  */
 import type { V1Namespace } from '@kubernetes/client-node';
+import { errorMessage } from '../error-message.ts';
 import type { List, Wire } from '../kube/types.ts';
-import { apiPaths, type CheckApi, messageOf, remedyForError, statusOf } from './api.ts';
+import { INJECTION_LABEL } from '../labels.ts';
+import { apiPaths, type CheckApi, remedyForError, statusOf } from './api.ts';
 import { checkEndpoints, checkRegistration, checkServingCertificate } from './install-checks.ts';
 import { checkDryRunPod, checkHookImagePull, checkInjectedPods, checkPermissions, listPods } from './namespace-checks.ts';
-import { INJECTION_LABEL } from '../labels.ts';
 import { EXCLUDED_NAMESPACES, INJECTION_MODES, webhookService } from './registration.ts';
 import { type CheckResult, failed, listSome, passed } from './report.ts';
 
@@ -42,7 +43,7 @@ async function checkApiServer(api: CheckApi, server: string): Promise<CheckResul
     });
     user = review.status?.userInfo?.username;
   } catch (error) {
-    return failed(title, `${server}: ${messageOf(error)}`, remedy);
+    return failed(title, `${server}: ${errorMessage(error)}`, remedy);
   }
   return passed(title, `${server}: Kubernetes ${version}${user ? `, as ${user}` : ''}`);
 }
@@ -56,7 +57,7 @@ async function optedInNamespaces(api: CheckApi, only: string | undefined): Promi
       namespace = await api.get(apiPaths.namespace(only));
     } catch (error) {
       if (statusOf(error) === 404) return { result: failed(title, `namespace ${only} not found`, 'name an existing namespace with --namespace'), names: [] };
-      return { result: failed(title, messageOf(error), remedyForError(error, 'get namespaces')), names: [] };
+      return { result: failed(title, errorMessage(error), remedyForError(error, 'get namespaces')), names: [] };
     }
     const mode = namespace.metadata?.labels?.[INJECTION_LABEL];
     if (!(INJECTION_MODES as readonly string[]).includes(mode ?? '')) {
@@ -72,7 +73,7 @@ async function optedInNamespaces(api: CheckApi, only: string | undefined): Promi
   try {
     list = await api.get(apiPaths.namespaces(), { labelSelector: `${INJECTION_LABEL} in (${INJECTION_MODES.join(',')})` });
   } catch (error) {
-    return { result: failed(title, messageOf(error), remedyForError(error, 'list namespaces')), names: [] };
+    return { result: failed(title, errorMessage(error), remedyForError(error, 'list namespaces')), names: [] };
   }
   // A namespace being deleted refuses new pods, and those the registration excludes never get any.
   const names = list.items
@@ -90,7 +91,7 @@ async function checkNamespace(api: CheckApi, namespace: string, webhookNamespace
   try {
     pods = await listPods(api, namespace);
   } catch (error) {
-    emit(failed(`namespace ${namespace}: pods`, messageOf(error), remedyForError(error, `list pods in ${namespace}`)));
+    emit(failed(`namespace ${namespace}: pods`, errorMessage(error), remedyForError(error, `list pods in ${namespace}`)));
     return;
   }
   for (const result of await checkPermissions(api, namespace, pods)) emit(result);

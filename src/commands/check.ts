@@ -1,10 +1,11 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { clientApi, messageOf } from '../check/api.ts';
+import { clientApi } from '../check/api.ts';
 import { withExecCredential } from '../check/exec-credential.ts';
 import { type CheckResult, exitCode, failed, formatJson, formatResult, formatSummary } from '../check/report.ts';
 import { runChecks } from '../check/run.ts';
+import { errorMessage } from '../error-message.ts';
 import { type FlagValues, type ParsedFlags, UsageError } from '../flags.ts';
 import { createKubeClient } from '../kube/client.ts';
 import { type ClusterConfig, inClusterConfig, kubeconfigConfig } from '../kube/config.ts';
@@ -55,7 +56,7 @@ export async function runCheckCommand({ values }: ParsedFlags<typeof checkFlags>
     config = await clusterConfigFor(values);
   } catch (error) {
     if (error instanceof UsageError) throw error;
-    const access = failed('cluster access', messageOf(error), 'check --kubeconfig and --context (kubectl config view --minify shows what they select)');
+    const access = failed('cluster access', errorMessage(error), 'check --kubeconfig and --context (kubectl config view --minify shows what they select)');
     report.each(access);
     report.end([access]);
     return 1;

@@ -1,3 +1,4 @@
+import { isRecord } from '../is-record.ts';
 import type { Status } from './types.ts';
 
 /**
@@ -44,7 +45,7 @@ export function errorFromResponse(method: string, path: string, status: number, 
   let parsed: Status | undefined;
   try {
     const value = JSON.parse(body) as Status;
-    if (value && typeof value === 'object' && value.kind === 'Status') parsed = value;
+    if (isRecord(value) && value.kind === 'Status') parsed = value;
   } catch {
     // not JSON: a proxy or load balancer answered; keep the raw text
   }

@@ -1,4 +1,5 @@
 import type { Logger } from '../line-log.ts';
+import { errorMessage } from '../error-message.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { REQUEST_TIMEOUT_MS } from './request-timeout.ts';
 
@@ -42,7 +43,7 @@ export async function checkPermissions(client: KubeClient, namespace: string, lo
         );
         perms.set(permissionKey(resource, verb), review.status?.allowed === true);
       } catch (err) {
-        const key = (err as Error)?.message ?? String(err);
+        const key = errorMessage(err);
         const entry = failures.get(key) ?? { err, failed: [] };
         entry.failed.push(`${resource}/${verb}`);
         failures.set(key, entry);

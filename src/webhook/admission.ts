@@ -9,6 +9,7 @@
 import type { V1Status, V1UserInfo } from '@kubernetes/client-node';
 import type { Operation } from 'fast-json-patch';
 import { findWorkloadKind, WORKLOAD_KINDS } from '../injector/workloads.ts';
+import { isRecord } from '../is-record.ts';
 
 export const ADMISSION_API_VERSION = 'admission.k8s.io/v1';
 export const ADMISSION_KIND = 'AdmissionReview';
@@ -80,10 +81,6 @@ function describeAcceptedKinds(): string {
 
 const ACCEPTED_KINDS = describeAcceptedKinds();
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** A string from the body as a message quotes it: cut short, so a huge value makes no huge message or log line. */
 function shorten(value: string): string {
   return value.length > 60 ? `${value.slice(0, 60)}...` : value;
@@ -114,7 +111,7 @@ function formatKind(kind: Record<string, unknown>): string {
  * the words of the field path, so `kubectl` users and curl users can fix it.
  */
 export function decodeAdmissionReview(body: unknown): AdmissionReview & { request: AdmissionRequest } {
-  if (!isObject(body)) {
+  if (!isRecord(body)) {
     throw new AdmissionDecodeError(`the body must be a JSON object (an AdmissionReview), got ${describe(body)}`);
   }
   if (body.apiVersion === undefined) throw new AdmissionDecodeError('apiVersion is missing');
@@ -127,14 +124,14 @@ export function decodeAdmissionReview(body: unknown): AdmissionReview & { reques
   }
   const request = body.request;
   if (request === undefined || request === null) throw new AdmissionDecodeError('request is missing');
-  if (!isObject(request)) throw new AdmissionDecodeError(`request must be an object, got ${describe(request)}`);
+  if (!isRecord(request)) throw new AdmissionDecodeError(`request must be an object, got ${describe(request)}`);
   if (request.uid === undefined || request.uid === null) throw new AdmissionDecodeError('request.uid is missing');
   if (typeof request.uid !== 'string' || request.uid === '') {
     throw new AdmissionDecodeError(`request.uid must be a non-empty string, got ${describe(request.uid)}`);
   }
   const kind = request.kind;
   if (kind === undefined || kind === null) throw new AdmissionDecodeError('request.kind is missing');
-  if (!isObject(kind)) throw new AdmissionDecodeError(`request.kind must be an object, got ${describe(kind)}`);
+  if (!isRecord(kind)) throw new AdmissionDecodeError(`request.kind must be an object, got ${describe(kind)}`);
   if (!isPodKind(kind) && findWorkloadKind(kind) === undefined) {
     throw new AdmissionDecodeError(`request.kind must be ${ACCEPTED_KINDS}, got ${formatKind(kind)}`);
   }
@@ -142,7 +139,7 @@ export function decodeAdmissionReview(body: unknown): AdmissionReview & { reques
     // A DELETE carries the object in oldObject only; it is answered, not refused.
     if (request.operation !== 'DELETE') throw new AdmissionDecodeError('request.object is missing');
     request.object = null;
-  } else if (!isObject(request.object)) {
+  } else if (!isRecord(request.object)) {
     throw new AdmissionDecodeError(`request.object must be an object, got ${describe(request.object)}`);
   } else {
     checkObjectMatchesKind(request.object, kind);

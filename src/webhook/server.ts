@@ -125,7 +125,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     app,
   );
   server.on('tlsClientError', (error, socket) => {
-    logger.debug({ err: error.message, remoteAddress: socket.remoteAddress }, 'TLS handshake failed');
+    logger.debug({ err: error, remoteAddress: socket.remoteAddress }, 'TLS handshake failed');
   });
   certificates.attach(server);
 

@@ -16,6 +16,7 @@ import { type FSWatcher, watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createSecureContext, type Server } from 'node:tls';
+import { errorMessage } from '../error-message.ts';
 import type { Logger } from '../log.ts';
 import { UserFacingError } from '../user-facing-error.ts';
 import type { WebhookMetrics } from './metrics.ts';
@@ -53,10 +54,6 @@ export interface CertificateSource {
   reload(trigger?: string): Promise<ReloadResult>;
   /** Stops watching and polling. */
   close(): void;
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 async function readPem(file: string, what: string): Promise<Buffer> {
@@ -165,13 +162,12 @@ export async function createCertificateSource(options: CertificateSourceOptions)
       }
       pair = parseCertificatePair(cert, key, certFile, keyFile);
     } catch (error) {
-      const message = errorMessage(error);
-      const failure = print ?? message;
+      const failure = print ?? errorMessage(error);
       if (failure !== lastFailure) {
         lastFailure = failure;
         metrics.certificateReloadErrors.inc();
         logger.error(
-          { certFile, keyFile, trigger, err: message, servingSerialNumber: current.serialNumber },
+          { certFile, keyFile, trigger, err: error, servingSerialNumber: current.serialNumber },
           'new serving certificate refused, the previous one keeps serving',
         );
       }
@@ -218,13 +214,13 @@ export async function createCertificateSource(options: CertificateSourceOptions)
         });
         watcher.on('error', (error) => {
           // The poll keeps reloading; the next tick tries to watch again.
-          logger.warn({ dir, err: errorMessage(error) }, 'lost the watch on the certificate directory');
+          logger.warn({ dir, err: error }, 'lost the watch on the certificate directory');
           watcher.close();
           watchers.delete(dir);
         });
         watchers.set(dir, watcher);
       } catch (error) {
-        logger.warn({ dir, err: errorMessage(error) }, 'cannot watch the certificate directory, relying on the poll');
+        logger.warn({ dir, err: error }, 'cannot watch the certificate directory, relying on the poll');
       }
     }
   }

@@ -134,7 +134,7 @@ describe('certificate reload', () => {
       assert.equal(await metric('leaderhook_certificate_reload_errors_total'), 1);
       const refused = lines.find((l) => l.msg === 'new serving certificate refused, the previous one keeps serving');
       assert.equal(refused?.level, 'error');
-      assert.match(String(refused?.err), /does not match private key/);
+      assert.match(String((refused?.err as { message?: unknown } | undefined)?.message), /does not match private key/, 'the Error itself, message and all');
 
       await volume.publish({ 'tls.crt': third.cert, 'tls.key': third.key, 'ca.crt': ca.cert });
       assert.equal(await eventually(served, (s) => s === serialOf(third.cert)), serialOf(third.cert));
