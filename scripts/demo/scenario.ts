@@ -4,7 +4,7 @@
  * leader-for-life operator (operator-lib) and of its Lease operator
  * (controller-runtime); every leader deleted at the same moment; for each,
  * when its lock was freed and by what, when the old pod was gone and when the
- * new leader led, read off watches and logs (test/support/failover.ts).
+ * new leader led, read off watches and logs (test/support/recording.ts).
  *
  * npm run demo runs it through scripts/demo/run-scenario.ts, and
  * test/e2e/demo.test.ts asserts what it finds. Talks to the cluster through

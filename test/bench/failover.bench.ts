@@ -25,7 +25,8 @@
  * Kubernetes client refuses to run outside).
  */
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
-import { type Recording, splitBrainViolations } from '../support/failover.ts';
+import { splitBrainViolations } from '../support/recording.ts';
+import type { Recording } from '../support/recorder.ts';
 import { createOperatorsNamespace, followFailover, lockOf, type OperatorName, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
 import { core } from '../support/kube.ts';
 import { deleteNamespaceAndWait, holdTerminating, installLeaderhook, releaseTerminating } from '../support/leaderhook.ts';

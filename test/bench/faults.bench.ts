@@ -20,7 +20,9 @@
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { loggedBy, RELEASE_HOOK_CONTAINER, type Recording, splitBrainViolations } from '../support/failover.ts';
+import { RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
+import { loggedBy, splitBrainViolations } from '../support/recording.ts';
+import type { Recording } from '../support/recorder.ts';
 import { createOperatorsNamespace, followFailover, lockOf, type OperatorName, releasedByHook, waitForLeader } from '../support/failover-trial.ts';
 import {
   bareOperatorPod,

@@ -27,7 +27,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { V1Pod } from '@kubernetes/client-node';
 import { injectPod } from '../../src/injector/index.ts';
-import { applyOperatorRbac, operatorManifest } from '../support/failover.ts';
+import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
 import { goldenSettings } from '../support/injection-settings.ts';
 import { core, createTestNamespace, waitFor } from '../support/kube.ts';
 import { grantReleaseHook, leaderhookImage } from '../support/leaderhook.ts';

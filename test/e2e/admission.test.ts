@@ -17,7 +17,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
-import { OPERATOR_CONTAINER, operatorManifest } from '../support/failover.ts';
+import { OPERATOR_CONTAINER, operatorManifest } from '../support/operators.ts';
 import { scaleWebhook } from '../support/faults.ts';
 import { apps, core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
 import {

@@ -18,29 +18,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, type TestContext, test } from 'node:test';
-import {
-  assertBefore,
-  assertHandover,
-  assertNewLock,
-  assertOrderlyStop,
-  failOverLease,
-  failOverLfl,
-  finishRecording,
-  leaseLock,
-  leaseMarks,
-  lflLock,
-  lockGone,
-  mark,
-  newLeaderMarks,
-  oldLeaderMarks,
-  operatorExited,
-  operatorLibRetryMarks,
-  podGone,
-  printTimeline,
-  type Shape,
-  setUpOperator,
-  whoLeads,
-} from '../support/failover.ts';
+import { leaseLock, lflLock, type Shape, setUpOperator } from '../support/operators.ts';
+import { finishRecording, lockGone, operatorExited, podGone } from '../support/recording.ts';
+import { assertBefore, leaseMarks, mark, newLeaderMarks, oldLeaderMarks, operatorLibRetryMarks, printTimeline } from '../support/timeline.ts';
+import { assertHandover, assertNewLock, assertOrderlyStop, failOverLease, failOverLfl, whoLeads } from '../support/takeover.ts';
 
 /**
  * A namespace of its own (restricted Pod Security: the manifests must pass it

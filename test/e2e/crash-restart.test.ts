@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import { OPERATOR_CONTAINER, operatorManifest, RELEASE_HOOK_CONTAINER } from '../support/failover.ts';
+import { OPERATOR_CONTAINER, operatorManifest, RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
 import { apps, core, type TestNamespace, waitFor } from '../support/kube.ts';
 import { createOperatorNamespace, INJECTION_LABEL, installLeaderhook, readLflLock } from '../support/leaderhook.ts';
 

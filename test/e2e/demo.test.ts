@@ -13,7 +13,8 @@ import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { report } from '../../scripts/demo/report.ts';
 import { deleteDemoNamespaces, type Outcome, runDemoScenario } from '../../scripts/demo/scenario.ts';
-import { assertNoSplitBrain, leaseLock, lflLock, RELEASE_HOOK_CONTAINER, releaseEvents } from '../support/failover.ts';
+import { leaseLock, lflLock, RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
+import { assertNoSplitBrain, releaseEvents } from '../support/recording.ts';
 import { installLeaderhook } from '../support/leaderhook.ts';
 
 const suffix = randomBytes(3).toString('hex');

@@ -23,7 +23,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { assertNoSplitBrain, lflLock, logOf, releaseEvents } from '../support/failover.ts';
+import { lflLock } from '../support/operators.ts';
+import { assertNoSplitBrain, logOf, releaseEvents } from '../support/recording.ts';
 import { createLeaderAndStandby, evictableOperatorPod, type LeaderAndStandby, waitForEviction } from '../support/faults.ts';
 import { core, waitFor } from '../support/kube.ts';
 import { installLeaderhook } from '../support/leaderhook.ts';

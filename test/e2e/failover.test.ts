@@ -32,51 +32,47 @@ import { after, before, describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import {
-  assertBefore,
+  type LeaderLock,
+  leaseLock,
+  lflLock,
+  OPERATOR_CONTAINER,
+  type OperatorOptions,
+  RELEASE_HOOK_CONTAINER,
+  type Scenario,
+  setUpOperator,
+} from '../support/operators.ts';
+import {
+  finishRecording,
+  hookSignalTime,
+  hookSigtermLine,
+  lastHeartbeatOf,
+  lastRenewal,
+  lockGone,
+  logOf,
+  observedPod,
+  operatorExited,
+  operatorStatus,
+  podGone,
+  releaseEvents,
+  waitForRecorded,
+} from '../support/recording.ts';
+import { assertBefore, leaseMarks, type Mark, mark, newLeaderMarks, oldLeaderMarks, operatorLibRetryMarks, printTimeline } from '../support/timeline.ts';
+import {
   assertHandover,
   assertLockOwnedBy,
   assertNewLock,
   assertOneLeaderThroughout,
-  containerStatus,
   deleteLeader,
   failOverLease,
   failOverLfl,
-  finishRecording,
-  hookSignalTime,
-  hookSigtermLine,
-  type LeaderLock,
-  type LogLine,
-  lastHeartbeatOf,
-  lastRenewal,
-  leaseLock,
-  leaseMarks,
-  lflLock,
-  lockGone,
-  logOf,
-  type Mark,
-  mark,
-  newLeaderMarks,
-  OPERATOR_CONTAINER,
-  type OperatorOptions,
-  observedPod,
-  oldLeaderMarks,
-  operatorExited,
-  operatorLibRetryMarks,
-  operatorStatus,
-  podGone,
-  printTimeline,
-  RELEASE_HOOK_CONTAINER,
-  type Recording,
-  releaseEvents,
-  type Scenario,
-  setUpOperator,
   waitForNewLeaderRunning,
   waitForPodGone,
-  waitForRecorded,
   waitForSteadyLeader,
   waitForTakeover,
   whoLeads,
-} from '../support/failover.ts';
+} from '../support/takeover.ts';
+import type { LogLine, Recording } from '../support/recorder.ts';
+import { containerStatus } from '../support/container-runs.ts';
 import { core } from '../support/kube.ts';
 import { grantReleaseHook, holdTerminating, INJECTION_LABEL, installLeaderhook, releaseTerminating } from '../support/leaderhook.ts';
 

@@ -19,18 +19,9 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import {
-  deleteLeader,
-  finishRecording,
-  heartbeatWriters,
-  type LeaderLock,
-  leaseLock,
-  lflLock,
-  releaseEvents,
-  type Scenario,
-  setUpOperator,
-  waitForSteadyLeader,
-} from '../support/failover.ts';
+import { type LeaderLock, leaseLock, lflLock, type Scenario, setUpOperator } from '../support/operators.ts';
+import { finishRecording, heartbeatWriters, releaseEvents } from '../support/recording.ts';
+import { deleteLeader, waitForSteadyLeader } from '../support/takeover.ts';
 import { core, waitFor } from '../support/kube.ts';
 import { grantReleaseHook, INJECTION_LABEL, installLeaderhook } from '../support/leaderhook.ts';
 

@@ -22,7 +22,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { assertNoSplitBrain, heartbeats, lflLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER, splitBrainViolations } from '../support/failover.ts';
+import { lflLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
+import { assertNoSplitBrain, heartbeats, splitBrainViolations } from '../support/recording.ts';
 import { createOperatorsNamespace, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
 import { clusterProcessFaultsUnavailable, whileNodeNotReady } from '../support/faults.ts';
 import { core, rbac, waitFor } from '../support/kube.ts';

@@ -27,7 +27,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { version } from '../../src/version.ts';
-import { applyOperatorRbac, operatorManifest } from '../support/failover.ts';
+import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
 import { admissionRegistration, apiStatus, apps, core, kubeconfigPath, rbac, waitFor } from '../support/kube.ts';
 import { deleteNamespaceAndWait, requireCertManager } from '../support/leaderhook.ts';
 import { installBlocks } from '../support/install-blocks.ts';

@@ -22,7 +22,7 @@ import { after, before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { HOOK_CONTAINER_NAME } from '../../src/injector/index.ts';
 import { runCli } from '../support/cli.ts';
-import { createOperator } from '../support/failover.ts';
+import { createOperator } from '../support/operators.ts';
 import { admissionRegistration, apps, core, createTestNamespace, kubeconfigPath, type TestNamespace, waitFor } from '../support/kube.ts';
 import { createOperatorNamespace, deleteNamespaceAndWait, INJECTION_LABEL, installLeaderhook, kubectl, leaderhookImage } from '../support/leaderhook.ts';
 import {

@@ -8,16 +8,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, type TestContext, test } from 'node:test';
-import {
-  finishRecording,
-  heartbeatWriters,
-  type LeaderLock,
-  leaseLock,
-  lflLock,
-  releaseEvents,
-  setUpOperator,
-  waitForSteadyLeader,
-} from '../support/failover.ts';
+import { type LeaderLock, leaseLock, lflLock, setUpOperator } from '../support/operators.ts';
+import { finishRecording, heartbeatWriters, releaseEvents } from '../support/recording.ts';
+import { waitForSteadyLeader } from '../support/takeover.ts';
 import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, rolloutRestartUntilNewLeader } from '../support/leaderhook.ts';
 
 async function rolloutRestart<L>(t: TestContext, operator: string, lock: LeaderLock<L>): Promise<void> {

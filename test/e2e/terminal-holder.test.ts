@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
-import { applyOperatorRbac, operatorManifest } from '../support/failover.ts';
+import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
 import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, readLflLock } from '../support/leaderhook.ts';
 
 const LOCK = 'lfl-operator-lock';

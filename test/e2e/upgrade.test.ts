@@ -24,18 +24,8 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { HOOK_CONTAINER_NAME } from '../../src/injector/index.ts';
 import { version } from '../../src/version.ts';
-import {
-  finishRecording,
-  heartbeatWriters,
-  heartbeats,
-  type LeaderLock,
-  leaseLock,
-  lflLock,
-  releaseEvents,
-  type Scenario,
-  setUpOperator,
-  waitForRecorded,
-} from '../support/failover.ts';
+import { type LeaderLock, leaseLock, lflLock, type Scenario, setUpOperator } from '../support/operators.ts';
+import { finishRecording, heartbeatWriters, heartbeats, releaseEvents, waitForRecorded } from '../support/recording.ts';
 import { admissionRegistration, core, kubeconfigPath, waitFor } from '../support/kube.ts';
 import { deleteNamespaceAndWait, grantReleaseHook, INJECTION_LABEL, kubectl, requireCertManager, rolloutRestartUntilNewLeader } from '../support/leaderhook.ts';
 import { podEvents, publish, pullOutcomes, registryCa, registryHost, registryMissing, removeRepositoryFromNode } from '../support/registry.ts';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { runCli } from '../support/cli.ts';
-import { createOperator } from '../support/failover.ts';
+import { createOperator } from '../support/operators.ts';
 import { apps, core, kubeconfigPath, rbac, type TestNamespace, waitFor } from '../support/kube.ts';
 import { createOperatorNamespace, grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl } from '../support/leaderhook.ts';
 

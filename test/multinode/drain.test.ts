@@ -18,7 +18,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, type TestContext, test } from 'node:test';
 import { annotations } from '../../src/annotations.ts';
-import { finishRecording, loggedBy, releaseEvents, waitForRecorded, waitForTakeover } from '../support/failover.ts';
+import { finishRecording, loggedBy, releaseEvents, waitForRecorded } from '../support/recording.ts';
+import { waitForTakeover } from '../support/takeover.ts';
 import { core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
 import { INJECTION_LABEL, installLeaderhook, REQUIRED_INJECTION_LABEL } from '../support/leaderhook.ts';
 import { leadersOn, webhookPodsOn, webhookReady } from '../support/node-leaders.ts';

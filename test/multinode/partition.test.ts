@@ -25,18 +25,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CoreV1Event } from '@kubernetes/client-node';
-import {
-  finishRecording,
-  heartbeats,
-  lockGone,
-  loggedBy,
-  type Observed,
-  OPERATOR_CONTAINER,
-  podGone,
-  splitBrainViolations,
-  waitForRecorded,
-  waitForTakeover,
-} from '../support/failover.ts';
+import { OPERATOR_CONTAINER } from '../support/operators.ts';
+import { finishRecording, heartbeats, lockGone, loggedBy, podGone, splitBrainViolations, waitForRecorded } from '../support/recording.ts';
+import { waitForTakeover } from '../support/takeover.ts';
+import type { Observed } from '../support/recorder.ts';
 import { startStoppedComponents } from '../support/faults.ts';
 import { waitFor } from '../support/kube.ts';
 import { installLeaderhook, kubectl } from '../support/leaderhook.ts';

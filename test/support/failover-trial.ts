@@ -1,6 +1,6 @@
 /**
  * One failover trial of a two-replica operator Deployment, read off a
- * recording (test/support/failover.ts): wait for a steady leader, delete it,
+ * recording (test/support/recording.ts): wait for a steady leader, delete it,
  * and follow the failover to its new leader, with the time of every phase.
  * Shared by `npm run demo` (scripts/demo) and `npm run bench:failover`
  * (test/bench/failover.bench.ts), which run several operators in one
@@ -9,29 +9,11 @@
  */
 import { core, waitFor } from './kube.ts';
 import { deleteNamespaceAndWait, grantReleaseHook, INJECTION_LABEL } from './leaderhook.ts';
-import {
-  applyOperatorRbac,
-  createOperator,
-  heartbeats,
-  hookSignalTime,
-  type LeaderLock,
-  lastRenewal,
-  leaseLock,
-  lflLock,
-  logOf,
-  loggedBy,
-  type Mark,
-  mark,
-  OPERATOR_CONTAINER,
-  operatorExited,
-  RELEASE_HOOK_CONTAINER,
-  type Recording,
-  record,
-  releaseEvents,
-  waitForNewLeaderRunning,
-  waitForRecorded,
-  waitForTakeover,
-} from './failover.ts';
+import { applyOperatorRbac, createOperator, type LeaderLock, leaseLock, lflLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER, record } from './operators.ts';
+import { heartbeats, hookSignalTime, lastRenewal, logOf, loggedBy, operatorExited, releaseEvents, waitForRecorded } from './recording.ts';
+import { type Mark, mark } from './timeline.ts';
+import { waitForNewLeaderRunning, waitForTakeover } from './takeover.ts';
+import type { Recording } from './recorder.ts';
 
 export type OperatorName = 'lfl-operator' | 'lease-operator';
 

@@ -12,7 +12,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { V1Deployment, V1RoleBinding } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { applyOperatorRbac, heartbeats, type LeaderLock, lflLock, type Scenario, waitForRecorded } from './failover.ts';
+import { applyOperatorRbac, type LeaderLock, lflLock, type Scenario } from './operators.ts';
+import { heartbeats, waitForRecorded } from './recording.ts';
 import {
   admissionRegistration,
   apiStatus,

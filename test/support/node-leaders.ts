@@ -6,7 +6,9 @@
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import type { V1Affinity, V1Pod } from '@kubernetes/client-node';
-import { type LeaderLock, leaderLockOf, loggedBy, type Scenario, setUpOperator, waitForRecorded, waitForSteadyLeader } from './failover.ts';
+import { type LeaderLock, leaderLockOf, type Scenario, setUpOperator } from './operators.ts';
+import { loggedBy, waitForRecorded } from './recording.ts';
+import { waitForSteadyLeader } from './takeover.ts';
 import { servingPod, WEBHOOK_NAMESPACE, webhookPods } from './faults.ts';
 import { core, waitFor } from './kube.ts';
 import { grantReleaseHook, INJECTION_LABEL, kubectl } from './leaderhook.ts';

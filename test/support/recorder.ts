@@ -1,6 +1,6 @@
 /**
  * Recording what happens in a test namespace, for the failover tests
- * (test/support/failover.ts): watches on pods, ConfigMaps, Leases and Events
+ * (read by test/support/recording.ts): watches on pods, ConfigMaps, Leases and Events
  * that never give up, and the JSON logs of chosen containers, followed run
  * by run (per container instance).
  *

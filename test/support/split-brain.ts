@@ -23,7 +23,7 @@
  *   (at its start, or after 410 Gone) may have been written before unseen,
  *   so nothing there is proven.
  *
- * Pure: no cluster, no clock. test/support/failover.ts runs it on every
+ * Pure: no cluster, no clock. test/support/recording.ts runs it on every
  * recording; test/unit/split-brain.test.ts runs it on the recorded
  * interleavings of test/testdata/split-brain/, which use the format
  * `toRecordedHistory` writes, so that a failing recording becomes a fixture.
