@@ -36,7 +36,8 @@ import {
   waitForKubeletToAct,
   whileNodeNotReady,
 } from '../support/faults.ts';
-import { apps, core, waitFor } from '../support/kube.ts';
+import { apps, core } from '../support/kube.ts';
+import { waitFor } from '../support/wait.ts';
 import { deleteNamespaceAndWait, INJECTION_LABEL, installLeaderhook, kubectl, REQUIRED_INJECTION_LABEL } from '../support/leaderhook.ts';
 import { leadersOn, webhookPodsOn } from '../support/node-leaders.ts';
 import {

@@ -19,7 +19,8 @@ import { after, before, describe, test } from 'node:test';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { OPERATOR_CONTAINER, operatorManifest } from '../support/operators.ts';
 import { scaleWebhook } from '../support/faults.ts';
-import { apps, core, createTestNamespace, type TestNamespace, waitFor } from '../support/kube.ts';
+import { apps, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
+import { waitFor } from '../support/wait.ts';
 import {
   createOperatorNamespace,
   INJECTION_LABEL,

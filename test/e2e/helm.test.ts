@@ -19,7 +19,8 @@ import { after, before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { HOOK_CONTAINER_NAME } from '../../src/injector/index.ts';
 import { createCertificateAuthority, issueServingCertificate, WEBHOOK_SERVICE_NAMES } from '../../src/webhook/devcerts.ts';
-import { admissionRegistration, apiStatus, core, createTestNamespace, kubeconfigPath, type TestNamespace, waitFor } from '../support/kube.ts';
+import { admissionRegistration, apiStatus, core, createTestNamespace, kubeconfigPath, type TestNamespace } from '../support/kube.ts';
+import { waitFor } from '../support/wait.ts';
 import { deleteNamespaceAndWait, INJECTION_LABEL, kubectl, leaderhookImage } from '../support/leaderhook.ts';
 import { chartDir, helm, type KubeObject, objectKey, parseObjects } from '../support/tools.ts';
 

@@ -22,7 +22,8 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { type LeaderLock, leaseLock, lflLock, type Scenario, setUpOperator } from '../support/operators.ts';
 import { finishRecording, heartbeatWriters, releaseEvents } from '../support/recording.ts';
 import { deleteLeader, waitForSteadyLeader } from '../support/takeover.ts';
-import { core, waitFor } from '../support/kube.ts';
+import { core } from '../support/kube.ts';
+import { waitFor } from '../support/wait.ts';
 import { grantReleaseHook, INJECTION_LABEL, installLeaderhook } from '../support/leaderhook.ts';
 
 const repo = join(import.meta.dirname, '..', '..');

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { runCli } from '../support/cli.ts';
 import { createOperator } from '../support/operators.ts';
-import { apps, core, kubeconfigPath, rbac, type TestNamespace, waitFor } from '../support/kube.ts';
+import { apps, core, kubeconfigPath, rbac, type TestNamespace } from '../support/kube.ts';
+import { waitFor } from '../support/wait.ts';
 import { createOperatorNamespace, grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl } from '../support/leaderhook.ts';
 
 const SYSTEM = 'leaderhook-system';

@@ -13,7 +13,8 @@ import { readFile, stat } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { type V1Pod, VersionApi } from '@kubernetes/client-node';
-import { broughtOwnCluster, core, createTestNamespace, kubeConfig, type TestNamespace, waitFor } from '../support/kube.ts';
+import { broughtOwnCluster, core, createTestNamespace, kubeConfig, type TestNamespace } from '../support/kube.ts';
+import { waitFor } from '../support/wait.ts';
 import { clusterNodes } from '../support/nodes.ts';
 
 const run = promisify(execFile);

@@ -30,7 +30,7 @@ import { finishRecording, heartbeats, lockGone, loggedBy, podGone, splitBrainVio
 import { waitForTakeover } from '../support/takeover.ts';
 import type { Observed } from '../support/recorder.ts';
 import { startStoppedComponents } from '../support/faults.ts';
-import { waitFor } from '../support/kube.ts';
+import { waitFor } from '../support/wait.ts';
 import { installLeaderhook, kubectl } from '../support/leaderhook.ts';
 import { leadersOn, type NodeLeaderCase, since } from '../support/node-leaders.ts';
 import {

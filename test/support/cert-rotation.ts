@@ -16,7 +16,8 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { LogTail, webhookCallErrors } from './apiserver-log.ts';
-import { clusterStateDir, core, waitFor } from './kube.ts';
+import { clusterStateDir, core } from './kube.ts';
+import { waitFor } from './wait.ts';
 import { kubectl } from './leaderhook.ts';
 import { type PodCreateLoadResult, startPodCreateLoad } from './pod-create-load.ts';
 

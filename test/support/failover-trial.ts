@@ -7,7 +7,8 @@
  * namespace: everything here is per operator (pods by name prefix, the lock
  * by name), never "any pod of the namespace".
  */
-import { core, waitFor } from './kube.ts';
+import { core } from './kube.ts';
+import { waitFor } from './wait.ts';
 import { deleteNamespaceAndWait, grantReleaseHook, INJECTION_LABEL } from './leaderhook.ts';
 import { applyOperatorRbac, createOperator, type LeaderLock, leaseLock, lflLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER, record } from './operators.ts';
 import { heartbeats, hookSignalTime, lastRenewal, logOf, loggedBy, operatorExited, releaseEvents, waitForRecorded } from './recording.ts';

@@ -9,6 +9,7 @@ import { existsSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { AdmissionregistrationV1Api, ApiException, AppsV1Api, CoordinationV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { waitFor } from './wait.ts';
 
 /** True when the tests use a cluster they did not start (no network namespace, no local state). */
 export const broughtOwnCluster = Boolean(process.env.LEADERHOOK_KUBECONFIG);
@@ -89,28 +90,4 @@ export async function createTestNamespace(prefix: string, labels: Record<string,
     throw error;
   }
   return { name, cleanup };
-}
-
-/**
- * Polls `check` until it returns something other than undefined, null or
- * false, and returns that. Errors `check` throws count as "not yet"; the last
- * one is named if time runs out.
- */
-export async function waitFor<T>(description: string, check: () => Promise<T | undefined | null | false>, timeoutMs: number, intervalMs = 200): Promise<T> {
-  const started = Date.now();
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const result = await check();
-      if (result !== undefined && result !== null && result !== false) return result;
-      lastError = undefined;
-    } catch (error) {
-      lastError = error;
-    }
-    if (Date.now() - started >= timeoutMs) {
-      const cause = lastError === undefined ? '' : `; last error: ${lastError instanceof Error ? lastError.message : String(lastError)}`;
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${description}${cause}`, { cause: lastError });
-    }
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
 }

@@ -25,8 +25,8 @@ import {
   kubeconfigPath,
   rbac,
   type TestNamespace,
-  waitFor,
 } from './kube.ts';
+import { waitFor } from './wait.ts';
 
 const repo = path.join(import.meta.dirname, '../..');
 export const leaderhookImage = process.env.LEADERHOOK_TEST_IMAGE ?? 'leaderhook.test/leaderhook:dev';

@@ -10,7 +10,8 @@ import { type LeaderLock, leaderLockOf, type Scenario, setUpOperator } from './o
 import { loggedBy, waitForRecorded } from './recording.ts';
 import { waitForSteadyLeader } from './takeover.ts';
 import { servingPod, WEBHOOK_NAMESPACE, webhookPods } from './faults.ts';
-import { core, waitFor } from './kube.ts';
+import { core } from './kube.ts';
+import { waitFor } from './wait.ts';
 import { grantReleaseHook, INJECTION_LABEL, kubectl } from './leaderhook.ts';
 import { onlySchedulable } from './nodes.ts';
 

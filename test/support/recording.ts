@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CoreV1Event, V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import { containerStatus } from './container-runs.ts';
-import { waitFor } from './kube.ts';
+import { waitFor } from './wait.ts';
 import { type LeaderLock, leaseLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER } from './operators.ts';
 import { type LogLine, type Observed, parseTime, type Recording } from './recorder.ts';
 import { checkSplitBrain, heartbeatOf, type LockHistory, type LockUnderTest, toRecordedHistory, type Violation } from './split-brain.ts';

@@ -12,7 +12,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { CoreV1Event } from '@kubernetes/client-node';
-import { broughtOwnCluster, clusterStateDir, core, waitFor } from './kube.ts';
+import { broughtOwnCluster, clusterStateDir, core } from './kube.ts';
+import { waitFor } from './wait.ts';
 import { goTool, repo } from './tools.ts';
 
 /** host:port of the local cluster's registry (test/cluster/up.sh writes it to $STATE/env). */

@@ -17,6 +17,7 @@ import { isNotFound } from '../../../src/kube/errors.ts';
 import type { ConfigMap, KubeEvent, Lease, List, Pod } from '../../../src/kube/types.ts';
 import { type ReleaserOptions, type RunningReleaser, runReleaser } from '../../../src/releaser/releaser.ts';
 import { broughtOwnCluster, clusterStateDir, kubeconfigPath } from '../../support/kube.ts';
+import { waitFor as poll } from '../../support/wait.ts';
 
 /**
  * The cluster of every test that talks to one, chosen and guarded in one
@@ -43,22 +44,9 @@ export async function admin(): Promise<KubeClient> {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls `check` until it returns a value other than undefined/false, or fails naming what was awaited. */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 15_000, everyMs = 50): Promise<T> {
-  const start = Date.now();
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() - start > timeoutMs) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
-    }
-    await sleep(everyMs);
-  }
+/** waitFor of test/support/wait.ts, with the release hook tests' defaults: 15 s, asking every 50 ms. */
+export function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 15_000, everyMs = 50): Promise<T> {
+  return poll(what, check, timeoutMs, everyMs);
 }
 
 /**

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { createCertificateAuthority, issueServingCertificate } from '../../../src/webhook/devcerts.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const NS = 'rec';
 const lock = { kind: 'ConfigMap' as const, name: 'lfl-operator-lock', heartbeat: 'lfl-operator-lock-heartbeat' };
@@ -107,12 +108,8 @@ function pod(uid: string, rv: string, status: Record<string, unknown>): V1Pod {
   };
 }
 
-async function until(description: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const started = Date.now();
-  while (!check()) {
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${description}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+function until(description: string, check: () => boolean, timeoutMs = 10_000): Promise<true> {
+  return waitFor(description, async () => check(), timeoutMs, 20);
 }
 
 describe('recorder against a scripted API server', () => {

@@ -17,6 +17,7 @@ import { KubeApiError } from '../../../src/kube/errors.ts';
 import { fileToken } from '../../../src/kube/token.ts';
 import type { ConfigMap } from '../../../src/kube/types.ts';
 import { startWatch } from '../../../src/kube/watch.ts';
+import { waitFor } from '../../support/wait.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
 
@@ -30,13 +31,7 @@ async function serve(handler: Handler): Promise<{ server: Server; url: string }>
 
 const cm = (name: string, rv: string): ConfigMap => ({ metadata: { name, resourceVersion: rv } });
 const line = (type: string, object: unknown) => `${JSON.stringify({ type, object })}\n`;
-const waitUntil = async (what: string, check: () => boolean, ms = 5_000) => {
-  const start = Date.now();
-  while (!check()) {
-    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
+const waitUntil = (what: string, check: () => boolean, ms = 5_000) => waitFor(what, async () => check(), ms, 10);
 
 describe('kube client', () => {
   let server: Server;
