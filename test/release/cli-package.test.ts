@@ -13,7 +13,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -27,6 +26,7 @@ import { injectCliCases, injectCliDir, injectCliFlags, STDERR, STDOUT } from '..
 import { goldenSettings } from '../support/injection-settings.ts';
 import { type InstalledCli, installCli, packCli } from '../support/cli-package.ts';
 import { npmNodeDir } from '../support/npm-node.ts';
+import type { FakeApiServer } from '../support/fake-api-server.ts';
 import { serveHealthyCluster, writeKubeconfig } from '../unit/check/fake-api-server.ts';
 
 const work = mkdtempSync(path.join(tmpdir(), 'leaderhook-cli-package-'));
@@ -41,7 +41,7 @@ const cleared = Object.fromEntries(
     .map((k) => [k, '']),
 );
 
-let server: Server | undefined;
+let server: FakeApiServer | undefined;
 let kubeconfig: string;
 
 before(async () => {

@@ -5,12 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ReportDocument } from '../../../src/check/report.ts';
 import { type CliExit, runCli } from '../../support/cli.ts';
+import type { FakeApiServer } from '../../support/fake-api-server.ts';
 import { serveHealthyCluster, writeKubeconfig } from './fake-api-server.ts';
 import type { FakeCluster } from './fake-cluster.ts';
 
@@ -22,7 +22,7 @@ function check(...args: string[]): Promise<CliExit> {
 describe('leaderhook check, the command', () => {
   let dir: string;
   let cluster: FakeCluster;
-  let server: Server;
+  let server: FakeApiServer;
   let kubeconfig: string;
   before(async () => {
     ({ cluster, server } = await serveHealthyCluster());
@@ -70,18 +70,12 @@ describe('leaderhook check, the command', () => {
   });
 
   it('refuses an unknown --output before it reads the cluster, with exit 2', async () => {
-    let requests = 0;
-    const count = () => requests++;
-    server.on('request', count);
-    try {
-      const r = await check('--kubeconfig', kubeconfig, '--output', 'yaml');
-      assert.equal(r.status, 2);
-      assert.equal(r.stdout, '');
-      assert.match(r.stderr, /^leaderhook check: --output: "yaml" is not one of text, json\n/);
-      assert.equal(requests, 0, 'no API request was made');
-    } finally {
-      server.off('request', count);
-    }
+    const requestsBefore = server.requests.length;
+    const r = await check('--kubeconfig', kubeconfig, '--output', 'yaml');
+    assert.equal(r.status, 2);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, /^leaderhook check: --output: "yaml" is not one of text, json\n/);
+    assert.equal(server.requests.length - requestsBefore, 0, 'no API request was made');
   });
 
   it('exits 1 when a check fails, naming it with its remedy', async () => {

@@ -1,91 +1,53 @@
 /**
- * The recorder against a scripted API server on 127.0.0.1 (no cluster): a
- * watch that the server closes, answers with HTTP 500, and ends with 410
- * Gone is resumed, retried and relisted, losing nothing it could have seen
- * and marking what it could not; and a container's log is read run by run,
- * attributed to the run it came from.
+ * The recorder against the fake API server of test/support/fake-api-server.ts
+ * (no cluster), scripted per case: a watch that the server closes, answers
+ * with HTTP 500, and ends with 410 Gone is resumed, retried and relisted,
+ * losing nothing it could have seen and marking what it could not; and a
+ * container's log is read run by run, attributed to the run it came from.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { createCertificateAuthority, issueServingCertificate } from '../../../src/webhook/devcerts.ts';
+import { type Answer, type FakeApiServer, type FakeRequest, json, openWatch, startFakeApiServer, watchEvent } from '../../support/fake-api-server.ts';
 import { waitFor } from '../../support/wait.ts';
 
 const NS = 'rec';
 const lock = { kind: 'ConfigMap' as const, name: 'lfl-operator-lock', heartbeat: 'lfl-operator-lock-heartbeat' };
 
-type Handler = (url: URL, response: ServerResponse) => void;
-
-/** An API server whose every request is answered by the next handler scripted for its path (list, watch, log); unscripted watches stay open and silent. */
-class ScriptedApi {
-  readonly requests: URL[] = [];
-  readonly #scripts = new Map<string, Handler[]>();
-  readonly #open = new Set<ServerResponse>();
-
-  script(key: string, ...handlers: Handler[]): void {
-    this.#scripts.set(key, [...(this.#scripts.get(key) ?? []), ...handlers]);
-  }
-
-  handle(url: URL, response: ServerResponse): void {
-    this.requests.push(url);
-    this.#open.add(response);
-    response.on('close', () => this.#open.delete(response));
-    const kind = url.pathname.endsWith('/log') ? 'log' : url.searchParams.get('watch') === 'true' ? 'watch' : 'list';
-    const resource = url.pathname.split('/').filter(Boolean).at(-1);
-    const key =
-      kind === 'log'
-        ? `log ${url.searchParams.get('container')} ${url.searchParams.get('previous') === 'true' ? 'previous' : 'current'}`
-        : `${kind} ${resource}`;
-    const handler = this.#scripts.get(key)?.shift();
-    if (handler) {
-      handler(url, response);
-      return;
-    }
-    if (kind === 'list') {
-      json(response, { metadata: { resourceVersion: '10' }, items: [] });
-      return;
-    }
-    // A watch (or log) nobody scripted: open, silent, until closed.
-    response.writeHead(200, { 'content-type': 'application/json' });
-    response.flushHeaders();
-  }
-
-  /** Closes every response still open, as a restarting API server would: the watches resume with what is scripted next. */
-  closeAll(): void {
-    for (const response of this.#open) response.destroy();
-  }
-
-  /** The resourceVersions the watches of `resource` started from, in order. */
-  watchedFrom(resource: string): (string | null)[] {
-    return this.requests
-      .filter((url) => url.searchParams.get('watch') === 'true' && url.pathname.endsWith(`/${resource}`))
-      .map((url) => url.searchParams.get('resourceVersion'));
-  }
+/** What scripted answers are queued under: `list <resource>`, `watch <resource>`, or `log <container> current|previous`. */
+function scriptKey(request: FakeRequest): string {
+  if (request.path.endsWith('/log')) return `log ${request.query.get('container')} ${request.query.get('previous') === 'true' ? 'previous' : 'current'}`;
+  return `${request.watch ? 'watch' : 'list'} ${request.path.split('/').filter(Boolean).at(-1)}`;
 }
 
-function json(response: ServerResponse, body: unknown, status = 200): void {
-  response.writeHead(status, { 'content-type': 'application/json' });
-  response.end(JSON.stringify(body));
+/** A request nothing was scripted for: a list is empty; a watch (or log) is open and silent until closed. */
+function unscripted(request: FakeRequest, response: ServerResponse): true {
+  if (!request.watch && !request.path.endsWith('/log')) return json(response, 200, { metadata: { resourceVersion: '10' }, items: [] });
+  return openWatch(response);
+}
+
+/** The resourceVersions the watches of `resource` started from, in order. */
+function watchedFrom(api: FakeApiServer, resource: string): (string | null)[] {
+  return api.requests.filter((request) => request.watch && request.path.endsWith(`/${resource}`)).map((request) => request.query.get('resourceVersion'));
 }
 
 /** A watch response: these events, then the stream ends (or stays open). */
-function events(list: { type: string; object: unknown }[], end = true): Handler {
-  return (_url, response) => {
+function events(list: { type: string; object: unknown }[], end = true): Answer {
+  return (_request, response) => {
     response.writeHead(200, { 'content-type': 'application/json' });
-    for (const event of list) response.write(`${JSON.stringify(event)}\n`);
+    for (const event of list) watchEvent(response, event.type, event.object);
     if (end) response.end();
   };
 }
 
 /** A log response: these lines, then the stream ends. */
-function logLines(lines: string[]): Handler {
-  return (_url, response) => {
+function logLines(lines: string[]): Answer {
+  return (_request, response) => {
     response.writeHead(200, { 'content-type': 'text/plain' });
     response.end(lines.map((line) => `${line}\n`).join(''));
   };
@@ -113,19 +75,14 @@ function until(description: string, check: () => boolean, timeoutMs = 10_000): P
 }
 
 describe('recorder against a scripted API server', () => {
-  const api = new ScriptedApi();
-  let server: Server;
+  let api: FakeApiServer;
   let dir: string;
   let recorder: typeof import('../../support/recorder.ts');
 
   before(async () => {
     const ca = await createCertificateAuthority('recorder test CA');
     const serving = await issueServingCertificate(ca, ['127.0.0.1']);
-    server = createServer({ cert: serving.cert, key: serving.key }, (request, response) =>
-      api.handle(new URL(request.url ?? '/', 'https://127.0.0.1'), response),
-    );
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
+    api = await startFakeApiServer({ tls: serving, key: scriptKey, answer: unscripted });
     dir = mkdtempSync(join(tmpdir(), 'leaderhook-recorder-'));
     const kubeconfig = join(dir, 'kubeconfig');
     writeFileSync(
@@ -133,9 +90,7 @@ describe('recorder against a scripted API server', () => {
       JSON.stringify({
         apiVersion: 'v1',
         kind: 'Config',
-        clusters: [
-          { name: 'scripted', cluster: { server: `https://127.0.0.1:${port}`, 'certificate-authority-data': Buffer.from(ca.cert).toString('base64') } },
-        ],
+        clusters: [{ name: 'scripted', cluster: { server: api.url, 'certificate-authority-data': Buffer.from(ca.cert).toString('base64') } }],
         users: [{ name: 'test', user: { token: 'test' } }],
         contexts: [{ name: 'scripted', context: { cluster: 'scripted', user: 'test' } }],
         'current-context': 'scripted',
@@ -148,8 +103,7 @@ describe('recorder against a scripted API server', () => {
 
   after(() => {
     api.closeAll();
-    server.closeAllConnections();
-    server.close();
+    api.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -162,7 +116,7 @@ describe('recorder against a scripted API server', () => {
         { type: 'MODIFIED', object: heartbeat('12', 2) },
       ]),
       // The API server is down for a moment: retried at rv 12.
-      (_url, response) => json(response, { kind: 'Status', code: 500, message: 'etcd unavailable' }, 500),
+      (_request, response) => json(response, 500, { kind: 'Status', code: 500, message: 'etcd unavailable' }),
       // rv 12 was compacted: 410 Gone in the stream; list again.
       events([{ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version: 12 (30)' } }]),
       // Watched on from the list's revision.
@@ -170,8 +124,8 @@ describe('recorder against a scripted API server', () => {
     );
     api.script(
       'list configmaps',
-      (_url, response) => json(response, { metadata: { resourceVersion: '10' }, items: [] }),
-      (_url, response) => json(response, { metadata: { resourceVersion: '31' }, items: [heartbeat('30', 4), lockObject('25')] }),
+      (_request, response) => json(response, 200, { metadata: { resourceVersion: '10' }, items: [] }),
+      (_request, response) => json(response, 200, { metadata: { resourceVersion: '31' }, items: [heartbeat('30', 4), lockObject('25')] }),
     );
     const recording = await recorder.startRecording(NS, [], [lock]);
     try {
@@ -186,7 +140,7 @@ describe('recorder against a scripted API server', () => {
           ['MODIFIED', lock.heartbeat, 32n, false],
         ],
       );
-      assert.deepEqual(api.watchedFrom('configmaps'), ['10', '12', '12', '31']);
+      assert.deepEqual(watchedFrom(api, 'configmaps'), ['10', '12', '12', '31']);
       assert.equal(recording.interruptions.length, 2, recording.interruptions.join('\n'));
       assert.match(recording.interruptions[0] ?? '', /configmaps: HTTP 500 Internal Server Error; resumed at rv 12/);
       assert.match(recording.interruptions[1] ?? '', /configmaps at rv 12: 410 Expired.*listed again/);

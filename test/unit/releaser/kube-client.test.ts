@@ -1,12 +1,11 @@
 /**
- * The API client and the watch loop against a scripted local HTTP server:
+ * The API client and the watch loop against the fake API server of
+ * test/support/fake-api-server.ts, scripted for each case:
  * the failure paths a real cluster produces only by chance (410 Gone inside a
  * watch stream, a connection cut mid-stream, a rotated token, a silent peer).
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -17,76 +16,52 @@ import { KubeApiError } from '../../../src/kube/errors.ts';
 import { fileToken } from '../../../src/kube/token.ts';
 import type { ConfigMap } from '../../../src/kube/types.ts';
 import { startWatch } from '../../../src/kube/watch.ts';
+import { type Answer, type FakeApiServer, json, kubeStatus, startFakeApiServer } from '../../support/fake-api-server.ts';
 import { waitFor } from '../../support/wait.ts';
-
-type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
 
 const silent = pino({ level: 'silent' });
 
-async function serve(handler: Handler): Promise<{ server: Server; url: string }> {
-  const server = createServer((req, res) => handler(req, res, new URL(req.url ?? '/', 'http://x')));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
-}
+const serve = (answer: Answer): Promise<FakeApiServer> => startFakeApiServer({ answer });
 
 const cm = (name: string, rv: string): ConfigMap => ({ metadata: { name, resourceVersion: rv } });
 const line = (type: string, object: unknown) => `${JSON.stringify({ type, object })}\n`;
 const waitUntil = (what: string, check: () => boolean, ms = 5_000) => waitFor(what, async () => check(), ms, 10);
 
 describe('kube client', () => {
-  let server: Server;
+  let server: FakeApiServer;
   let client: KubeClient;
-  const seen: { auth?: string; body?: string }[] = [];
   let token = 'old';
+  const auth = (from: number) => server.requests.slice(from).map((request) => request.headers.authorization);
 
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'leaderhook-token-'));
     const tokenPath = join(dir, 'token');
     writeFileSync(tokenPath, 'old\n');
-    const s = await serve((req, res, url) => {
-      let body = '';
-      req.on('data', (c) => (body += c));
-      req.on('end', () => {
-        seen.push({ auth: req.headers.authorization, body });
-        if (req.headers.authorization !== `Bearer ${token}`) {
-          res.writeHead(401, { 'Content-Type': 'application/json' });
-          res.end(JSON.stringify({ kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }));
-          return;
-        }
-        if (url.pathname.endsWith('/pods/missing')) {
-          res.writeHead(404, { 'Content-Type': 'application/json' });
-          res.end(JSON.stringify({ kind: 'Status', code: 404, reason: 'NotFound', message: 'pods "missing" not found' }));
-          return;
-        }
-        if (url.pathname.endsWith('/pods/html')) {
-          res.writeHead(502, { 'Content-Type': 'text/html' });
-          res.end('<html>bad gateway</html>');
-          return;
-        }
-        if (url.pathname.endsWith('/pods/slow')) return; // never answers
-        res.writeHead(200, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify({ metadata: { name: url.pathname.split('/').pop() } }));
-      });
+    server = await serve((request, res) => {
+      if (request.headers.authorization !== `Bearer ${token}`) return json(res, 401, kubeStatus(401, 'Unauthorized', 'Unauthorized'));
+      if (request.path.endsWith('/pods/missing')) return json(res, 404, kubeStatus(404, 'NotFound', 'pods "missing" not found'));
+      if (request.path.endsWith('/pods/html')) {
+        res.writeHead(502, { 'Content-Type': 'text/html' });
+        res.end('<html>bad gateway</html>');
+        return true;
+      }
+      if (request.path.endsWith('/pods/slow')) return true; // never answers
+      return json(res, 200, { metadata: { name: request.path.split('/').pop() } });
     });
-    server = s.server;
-    client = createKubeClient({ server: new URL(s.url), token: fileToken(tokenPath), source: 'test' });
+    client = createKubeClient({ server: new URL(server.url), token: fileToken(tokenPath), source: 'test' });
     // the kubelet rotates the token in place
     writeFileSync(tokenPath, 'new\n');
     token = 'new';
   });
   after(() => {
     client.close();
-    server.closeAllConnections();
     server.close();
   });
 
   it('re-reads a rotated token after a 401 and retries once', async () => {
     const pod = await client.getPod('ns', 'op-0');
     assert.equal(pod.metadata?.name, 'op-0');
-    assert.deepEqual(
-      seen.slice(-2).map((s) => s.auth),
-      ['Bearer old', 'Bearer new'],
-    );
+    assert.deepEqual(auth(-2), ['Bearer old', 'Bearer new']);
   });
 
   it('maps a Status to an error that names the call', async () => {
@@ -116,28 +91,25 @@ describe('kube client', () => {
 
   it('sends delete preconditions in DeleteOptions', async () => {
     await client.deleteConfigMap('ns', 'lock', { uid: 'u1', resourceVersion: '9' });
-    assert.deepEqual(JSON.parse(seen.at(-1)?.body ?? '{}'), { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: 'u1', resourceVersion: '9' } });
+    assert.deepEqual(JSON.parse(server.requests.at(-1)?.body ?? '{}'), {
+      apiVersion: 'v1',
+      kind: 'DeleteOptions',
+      preconditions: { uid: 'u1', resourceVersion: '9' },
+    });
   });
 
   it('opens a watch stream after re-reading a rotated token once, like a request', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'leaderhook-token-'));
     const tokenPath = join(dir, 'token');
     writeFileSync(tokenPath, 'old\n');
-    const streaming = createKubeClient({
-      server: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`),
-      token: fileToken(tokenPath),
-      source: 'test',
-    });
+    const streaming = createKubeClient({ server: new URL(server.url), token: fileToken(tokenPath), source: 'test' });
     writeFileSync(tokenPath, 'new\n');
-    const before = seen.length;
+    const before = server.requests.length;
     const res = await streaming.openStream({ path: '/api/v1/namespaces/ns/pods', query: { watch: true }, idleTimeoutMs: 5_000 });
     res.destroy();
     streaming.close();
     assert.equal(res.statusCode, 200);
-    assert.deepEqual(
-      seen.slice(before).map((s) => s.auth),
-      ['Bearer old', 'Bearer new'],
-    );
+    assert.deepEqual(auth(before), ['Bearer old', 'Bearer new']);
   });
 });
 
@@ -183,9 +155,9 @@ describe('watch', () => {
     const requests: string[] = [];
     let lists = 0;
     let watches = 0;
-    const { server, url } = await serve((_req, res, u) => {
-      const watch = u.searchParams.get('watch') === 'true';
-      requests.push(`${watch ? 'watch' : 'list'} rv=${u.searchParams.get('resourceVersion') ?? ''}`);
+    const server = await serve((request, res) => {
+      const { watch } = request;
+      requests.push(`${watch ? 'watch' : 'list'} rv=${request.query.get('resourceVersion') ?? ''}`);
       res.writeHead(200, { 'Content-Type': 'application/json' });
       if (!watch) {
         lists++;
@@ -205,7 +177,7 @@ describe('watch', () => {
         // stays open until the watch stops
       }
     });
-    const client = createKubeClient({ server: new URL(url), source: 'test' });
+    const client = createKubeClient({ server: new URL(server.url), source: 'test' });
     const events: string[] = [];
     const listed: string[][] = [];
     const w = startWatch<ConfigMap>(
@@ -219,7 +191,6 @@ describe('watch', () => {
     w.stop();
     await w.done;
     client.close();
-    server.closeAllConnections();
     server.close();
     assert.deepEqual(listed, [['list1'], ['list2']]);
     assert.deepEqual(events, ['ADDED a 11', 'MODIFIED a 31', 'DELETED a 32']);
@@ -228,14 +199,14 @@ describe('watch', () => {
   });
 
   it('keeps only the listed objects `keep` accepts, over every page', async () => {
-    const { server, url } = await serve((_req, res, u) => {
+    const server = await serve((request, res) => {
       res.writeHead(200, { 'Content-Type': 'application/json' });
-      if (u.searchParams.get('watch') === 'true') return; // stays open
-      const second = u.searchParams.get('continue') === 'page2';
+      if (request.watch) return; // stays open
+      const second = request.query.get('continue') === 'page2';
       const items = second ? [cm('lock-b', '3'), cm('data-c', '4')] : [cm('data-a', '1'), cm('lock-a', '2')];
       res.end(JSON.stringify({ metadata: { resourceVersion: '9', ...(second ? {} : { continue: 'page2' }) }, items }));
     });
-    const client = createKubeClient({ server: new URL(url), source: 'test' });
+    const client = createKubeClient({ server: new URL(server.url), source: 'test' });
     const listed: string[][] = [];
     const w = startWatch<ConfigMap>(
       {
@@ -252,24 +223,19 @@ describe('watch', () => {
     w.stop();
     await w.done;
     client.close();
-    server.closeAllConnections();
     server.close();
     assert.deepEqual(listed, [['lock-a', 'lock-b']]);
   });
 
   it('backs off and keeps trying while the API server is down, then recovers', async () => {
     let calls = 0;
-    const { server, url } = await serve((_req, res, u) => {
+    const server = await serve((request, res) => {
       calls++;
-      if (calls <= 3) {
-        res.writeHead(503, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify({ kind: 'Status', code: 503, reason: 'ServiceUnavailable', message: 'etcd down' }));
-        return;
-      }
+      if (calls <= 3) return json(res, 503, kubeStatus(503, 'ServiceUnavailable', 'etcd down'));
       res.writeHead(200, { 'Content-Type': 'application/json' });
-      if (u.searchParams.get('watch') !== 'true') res.end(JSON.stringify({ metadata: { resourceVersion: '5' }, items: [cm('x', '5')] }));
+      if (!request.watch) res.end(JSON.stringify({ metadata: { resourceVersion: '5' }, items: [cm('x', '5')] }));
     });
-    const client = createKubeClient({ server: new URL(url), source: 'test' });
+    const client = createKubeClient({ server: new URL(server.url), source: 'test' });
     let listedAt = 0;
     const start = Date.now();
     const w = startWatch<ConfigMap>(
@@ -280,7 +246,6 @@ describe('watch', () => {
     w.stop();
     await w.done;
     client.close();
-    server.closeAllConnections();
     server.close();
     // three failures: at least 20 + 40 + 80 ms of backoff (half of each ceiling)
     assert.ok(listedAt - start >= 140, `backed off (${listedAt - start} ms)`);

@@ -2,35 +2,36 @@
  * The SIGTERM path's guarantees that a healthy cluster cannot show: it ends
  * within releaseTimeoutMs when the API server stops answering, retries a
  * conflicting delete once after a re-read, and exits the decision early when
- * the own pod cannot be read. A scripted HTTP server plays the API server;
- * a request it was not scripted for fails the test, and the tests count the
- * requests that matter (deletes, Events, live reads), as client-go's
- * leaderelection tests count gets and updates.
+ * the own pod cannot be read. The fake API server of
+ * test/support/fake-api-server.ts plays the API server; a request it was not
+ * scripted for fails the test, and the tests count the requests that matter
+ * (deletes, Events, live reads), as client-go's leaderelection tests count
+ * gets and updates.
  */
 import assert from 'node:assert/strict';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { after, afterEach, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createKubeClient } from '../../../src/kube/client.ts';
 import type { ConfigMap, Pod } from '../../../src/kube/types.ts';
 import { requiredPermissions } from '../../../src/releaser/permissions.ts';
 import { runReleaser } from '../../../src/releaser/releaser.ts';
+import { type FakeApiServer, type FakeRequest, json, kubeStatus, openWatch, startFakeApiServer, watchEvent } from '../../support/fake-api-server.ts';
 
 interface Script {
   pod: () => Pod | undefined;
   /** Other pods by name (lock holders); `pod` answers for op-0. */
   pods?: Record<string, () => Pod | undefined>;
   locks: ConfigMap[];
-  /** Return true when the request was answered (or deliberately left hanging); `json` answers and returns true. */
-  override?: (req: IncomingMessage, res: ServerResponse, url: URL, body: string, json: (code: number, obj: unknown) => true) => boolean;
+  /** Sees every request first: returns true when it answered it (or deliberately left it hanging). */
+  override?: (request: FakeRequest, response: ServerResponse) => boolean;
 }
 
-const servers: Server[] = [];
+const servers: FakeApiServer[] = [];
 /** Hooks started by a test; stopped after it even when it failed half-way (stop() is idempotent). */
 const running: { stop(): Promise<void> }[] = [];
 /** The fake APIs of the running test: after it, none may have seen a request it was not scripted for. */
-const apis: FakeApi[] = [];
+const apis: FakeApiServer[] = [];
 afterEach(async () => {
   for (const r of running.splice(0)) await r.stop();
   assert.deepEqual(
@@ -40,23 +41,8 @@ afterEach(async () => {
   );
 });
 after(() => {
-  for (const s of servers) {
-    s.closeAllConnections();
-    s.close();
-  }
+  for (const s of servers) s.close();
 });
-
-interface FakeApi {
-  url: string;
-  /** `METHOD /path` of every request, ` (watch)` appended for watches, in order. */
-  calls: string[];
-  /** Requests neither the script nor the routes below answer: each fails the test. */
-  unexpected: string[];
-  /** How many requests were exactly `call`. */
-  count(call: string): number;
-  /** Rejects at the first unexpected request, so a test waiting for the hook fails at once instead of hanging. */
-  firstUnexpected: Promise<never>;
-}
 
 /** Waits for `p`, failing as soon as any fake API of the test sees an unexpected request. */
 function guarded<T>(p: Promise<T>): Promise<T> {
@@ -70,8 +56,7 @@ const lockRead = `GET ${core}/configmaps/op-lock`;
 const lockDelete = `DELETE ${core}/configmaps/op-lock`;
 const eventPost = `POST ${core}/events`;
 /** The calls after the first `call`. */
-const after1st = (api: FakeApi, call: string) => api.calls.slice(api.calls.indexOf(call) + 1);
-const notFoundStatus = (message: string) => ({ kind: 'Status', code: 404, reason: 'NotFound', message });
+const after1st = (api: FakeApiServer, call: string) => api.calls.slice(api.calls.indexOf(call) + 1);
 
 /**
  * Plays the API server for the hook of pod op-0 in namespace ns: the routes
@@ -79,73 +64,43 @@ const notFoundStatus = (message: string) => ({ kind: 'Status', code: 404, reason
  * scripted pods, the scripted locks, lists, watches, Events, access
  * reviews). Anything else is answered 500 and recorded as unexpected.
  */
-async function fakeApi(script: Script): Promise<FakeApi> {
-  const calls: string[] = [];
-  const unexpected: string[] = [];
-  let reject!: (err: Error) => void;
-  const firstUnexpected = new Promise<never>((_, r) => (reject = r));
-  firstUnexpected.catch(() => {}); // read by guarded() and afterEach, not always awaited
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      const url = new URL(req.url ?? '/', 'http://x');
-      const watch = url.searchParams.get('watch') === 'true';
-      const { pathname: path } = url;
-      const call = `${req.method} ${path}${watch ? ' (watch)' : ''}`;
-      calls.push(call);
-      const json = (code: number, obj: unknown): true => {
-        res.writeHead(code, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify(obj));
-        return true;
-      };
-      if (script.override?.(req, res, url, body, json)) return;
-      /** The object name when `path` is `collection/name`. */
-      const item = (collection: string) =>
-        path.startsWith(`${collection}/`) && !path.slice(collection.length + 1).includes('/') ? path.slice(collection.length + 1) : undefined;
-      const get = req.method === 'GET';
-      if (watch) {
-        if (get && [`${core}/configmaps`, `${core}/pods`, `${coordination}/leases`].includes(path)) {
-          res.writeHead(200, { 'Content-Type': 'application/json' });
-          res.write('');
-          return;
-        }
-      } else if (req.method === 'POST' && path === '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews') {
-        return json(201, { status: { allowed: true } });
-      } else if (req.method === 'POST' && path === `${core}/events`) {
-        return json(201, JSON.parse(body));
-      } else if (get && path === `${core}/configmaps`) {
-        return json(200, { metadata: { resourceVersion: '100' }, items: script.locks });
-      } else if (get && path === `${coordination}/leases`) {
-        return json(200, { metadata: { resourceVersion: '100' }, items: [] });
-      } else {
-        const podName = item(`${core}/pods`);
-        const pod = podName === 'op-0' ? script.pod : podName ? script.pods?.[podName] : undefined;
-        if (get && pod) {
-          const found = pod();
-          return found ? json(200, found) : json(404, notFoundStatus(`pods "${podName}" not found`));
-        }
-        const lockName = item(`${core}/configmaps`);
-        const lock = script.locks.find((cm) => lockName && cm.metadata?.name === lockName);
-        if (get && lock) return json(200, lock);
-        if (req.method === 'DELETE' && lock) return json(200, { kind: 'Status', status: 'Success' });
-      }
-      unexpected.push(call);
-      reject(new Error(`the fake API was not scripted for ${call}`));
-      json(500, { kind: 'Status', code: 500, reason: 'InternalError', message: `the fake API was not scripted for ${call}` });
-    });
-  });
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const api: FakeApi = {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    calls,
-    unexpected,
-    count: (call) => calls.filter((c) => c === call).length,
-    firstUnexpected,
-  };
+async function fakeApi(script: Script): Promise<FakeApiServer> {
+  const api = await startFakeApiServer({ answer: (request, response) => script.override?.(request, response) || route(script, request, response) });
+  servers.push(api);
   apis.push(api);
   return api;
+}
+
+/** The answers of fakeApi's routes; false for a request they do not cover. */
+function route(script: Script, request: FakeRequest, response: ServerResponse): boolean {
+  const { method, path } = request;
+  /** The object name when `path` is `collection/name`. */
+  const item = (collection: string) =>
+    path.startsWith(`${collection}/`) && !path.slice(collection.length + 1).includes('/') ? path.slice(collection.length + 1) : undefined;
+  const get = method === 'GET';
+  if (request.watch) {
+    if (get && [`${core}/configmaps`, `${core}/pods`, `${coordination}/leases`].includes(path)) return openWatch(response);
+  } else if (method === 'POST' && path === '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews') {
+    return json(response, 201, { status: { allowed: true } });
+  } else if (method === 'POST' && path === `${core}/events`) {
+    return json(response, 201, JSON.parse(request.body));
+  } else if (get && path === `${core}/configmaps`) {
+    return json(response, 200, { metadata: { resourceVersion: '100' }, items: script.locks });
+  } else if (get && path === `${coordination}/leases`) {
+    return json(response, 200, { metadata: { resourceVersion: '100' }, items: [] });
+  } else {
+    const podName = item(`${core}/pods`);
+    const pod = podName === 'op-0' ? script.pod : podName ? script.pods?.[podName] : undefined;
+    if (get && pod) {
+      const found = pod();
+      return found ? json(response, 200, found) : json(response, 404, kubeStatus(404, 'NotFound', `pods "${podName}" not found`));
+    }
+    const lockName = item(`${core}/configmaps`);
+    const lock = script.locks.find((cm) => lockName && cm.metadata?.name === lockName);
+    if (get && lock) return json(response, 200, lock);
+    if (method === 'DELETE' && lock) return json(response, 200, { kind: 'Status', status: 'Success' });
+  }
+  return false;
 }
 
 const uid = 'uid-self';
@@ -190,8 +145,8 @@ describe('onTerminate', () => {
     const api = await fakeApi({
       pod: () => deleting(30),
       locks: [ownLock()],
-      override: (req, _res, url, body) => {
-        if (req.method === 'DELETE' && url.pathname.endsWith('/configmaps/op-lock')) deleteBody = body;
+      override: (request) => {
+        if (request.method === 'DELETE' && request.path.endsWith('/configmaps/op-lock')) deleteBody = request.body;
         return false;
       },
     });
@@ -212,8 +167,8 @@ describe('onTerminate', () => {
     const api = await fakeApi({
       pod: () => deleting(30),
       locks: [ownLock()],
-      override: (req, _res, url) => {
-        if (url.pathname.endsWith('/configmaps')) accepts.push(`${url.searchParams.get('watch') === 'true' ? 'watch' : 'list'} ${req.headers.accept}`);
+      override: (request) => {
+        if (request.path.endsWith('/configmaps')) accepts.push(`${request.watch ? 'watch' : 'list'} ${request.headers.accept}`);
         return false;
       },
     });
@@ -263,8 +218,8 @@ describe('onTerminate', () => {
       pod: () => deleting(30),
       locks: [ownLock()],
       // the Event's POST is left hanging; every other request is answered
-      override: (req, _res, url) => {
-        if (req.method === 'POST' && url.pathname.endsWith('/events')) {
+      override: (request) => {
+        if (request.method === 'POST' && request.path.endsWith('/events')) {
           eventPosts++;
           return true;
         }
@@ -290,15 +245,15 @@ describe('onTerminate', () => {
     const api = await fakeApi({
       pod: () => deleting(30),
       locks: [ownLock('7')],
-      override: (req, _res, url, _body, json) => {
-        if (req.method === 'DELETE' && url.pathname.endsWith('/configmaps/op-lock')) {
+      override: (request, response) => {
+        if (request.method === 'DELETE' && request.path.endsWith('/configmaps/op-lock')) {
           deletes++;
           if (deletes === 1) {
-            return json(409, { kind: 'Status', code: 409, reason: 'Conflict', message: 'precondition failed' });
+            return json(response, 409, kubeStatus(409, 'Conflict', 'precondition failed'));
           }
         }
-        if (req.method === 'GET' && url.pathname.endsWith('/configmaps/op-lock')) {
-          return json(200, ownLock('8'));
+        if (request.method === 'GET' && request.path.endsWith('/configmaps/op-lock')) {
+          return json(response, 200, ownLock('8'));
         }
         return false;
       },
@@ -314,16 +269,16 @@ describe('onTerminate', () => {
     const api = await fakeApi({
       pod: () => deleting(30),
       locks: [ownLock('7')],
-      override: (req, _res, url, _body, json) => {
-        if (req.method === 'DELETE' && url.pathname.endsWith('/configmaps/op-lock')) {
+      override: (request, response) => {
+        if (request.method === 'DELETE' && request.path.endsWith('/configmaps/op-lock')) {
           deletes++;
-          return json(409, { kind: 'Status', code: 409, reason: 'Conflict', message: 'precondition failed' });
+          return json(response, 409, kubeStatus(409, 'Conflict', 'precondition failed'));
         }
         // the version read ahead of SIGTERM is ours; the re-read after the conflict is not
-        if (req.method === 'GET' && url.pathname.endsWith('/configmaps/op-lock') && deletes > 0) {
+        if (request.method === 'GET' && request.path.endsWith('/configmaps/op-lock') && deletes > 0) {
           const other = ownLock('9');
           other.metadata = { ...other.metadata, uid: 'cm-2', ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'op-1', uid: 'uid-other' }] };
-          return json(200, other);
+          return json(response, 200, other);
         }
         return false;
       },
@@ -340,9 +295,9 @@ describe('onTerminate', () => {
     const api = await fakeApi({
       pod: () => deleting(30),
       locks: [ownLock()],
-      override: (_req, _res, url, _body, json) => {
-        if (failPod && url.pathname.endsWith('/pods/op-0')) {
-          return json(503, { kind: 'Status', code: 503, reason: 'ServiceUnavailable', message: 'down' });
+      override: (request, response) => {
+        if (failPod && request.path.endsWith('/pods/op-0')) {
+          return json(response, 503, kubeStatus(503, 'ServiceUnavailable', 'down'));
         }
         return false;
       },
@@ -413,14 +368,12 @@ describe('observe mode for the locks of other pods (R0, R2, R3)', () => {
       pod: () => self(observe),
       pods: { 'op-old': () => (holderGone ? undefined : holder) },
       locks: [otherLock],
-      override: (req, res, url, body) => {
-        if (url.searchParams.get('watch') === 'true' && url.pathname.endsWith('/pods')) {
-          holderWatch = res;
-          res.writeHead(200, { 'Content-Type': 'application/json' });
-          res.write('');
-          return true;
+      override: (request, response) => {
+        if (request.watch && request.path.endsWith('/pods')) {
+          holderWatch = response;
+          return openWatch(response);
         }
-        if (req.method !== 'GET') bodies.push(`${req.method} ${url.pathname} ${body}`);
+        if (request.method !== 'GET') bodies.push(`${request.method} ${request.path} ${request.body}`);
         return false;
       },
     });
@@ -430,7 +383,7 @@ describe('observe mode for the locks of other pods (R0, R2, R3)', () => {
     const before0 = api.calls.length;
     observe = after;
     holderGone = true;
-    holderWatch?.write(`${JSON.stringify({ type: 'MODIFIED', object: { ...holder, metadata: { ...holder.metadata, resourceVersion: '21' } } })}\n`);
+    if (holderWatch) watchEvent(holderWatch, 'MODIFIED', { ...holder, metadata: { ...holder.metadata, resourceVersion: '21' } });
     return { api, bodies, releaser, client, since: () => api.calls.slice(before0) };
   }
 
