@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `npm test`: everything, in the order that fails fastest.
 #   1. type-check, lint, format check
-#   2. unit, golden and HTTP tests (no cluster), the CLI's npm package installed
-#      and run, the Helm chart against deploy/ and as released, and the
-#      webhook peer's equality
+#   2. unit, golden and HTTP tests (no cluster), the test tooling's own tests,
+#      the CLI's npm package installed and run, the Helm chart against deploy/
+#      and as released, and the webhook peer's equality
 #   3. the local Kubernetes cluster (built from the official Go modules) comes up,
 #      the test images are built and imported, and the integration and
 #      end-to-end tests run inside the cluster's network namespace
@@ -51,6 +51,15 @@ step_done
 
 step "unit, golden and HTTP tests"
 run_tests unit -- 'test/unit/**/*.test.ts'
+step_done
+
+# test/unit tests the product; test/tooling tests what the tests stand on (the
+# recorder, the split-brain check, the benchmarks' reports, the compatibility
+# renderer, the cluster scripts' refusals). It is not test/support/test/
+# because what it tests also lives in test/bench, test/matrix and
+# test/cluster, and test/support stays the library the tests import.
+step "test tooling tests"
+run_tests tooling -- 'test/tooling/**/*.test.ts'
 step_done
 
 # The npm package a release ships, installed into an empty prefix and run on

@@ -24,7 +24,7 @@
  *   so nothing there is proven.
  *
  * Pure: no cluster, no clock. test/support/recording.ts runs it on every
- * recording; test/unit/split-brain.test.ts runs it on the recorded
+ * recording; test/tooling/split-brain.test.ts runs it on the recorded
  * interleavings of test/testdata/split-brain/, which use the format
  * `toRecordedHistory` writes, so that a failing recording becomes a fixture.
  */

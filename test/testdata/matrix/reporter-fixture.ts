@@ -1,4 +1,4 @@
-// Run by test/unit/compatibility.test.ts through test/matrix/reporter.ts: one
+// Run by test/tooling/compatibility.test.ts through test/matrix/reporter.ts: one
 // test of each outcome, and a suite whose before hook throws.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
