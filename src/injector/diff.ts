@@ -11,14 +11,11 @@
  *     a patch, like the pod it came with, as read-only.
  */
 import type { Operation } from 'fast-json-patch';
+import { isRecord } from '../is-record.ts';
 
 /** RFC 6901: `~` is `~0`, `/` is `~1` in a reference token. */
 function escapeToken(key: string): string {
   return key.includes('~') || key.includes('/') ? key.replaceAll('~', '~0').replaceAll('/', '~1') : key;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null;
 }
 
 /** Appends to `patch` the operations that turn `before` into `after` at JSON Pointer `path`. */
@@ -33,7 +30,7 @@ export function diff(before: unknown, after: unknown, path: string, patch: Opera
     for (let i = before.length - 1; i >= after.length; i--) patch.push({ op: 'remove', path: `${path}/${i}` });
     for (let i = 0; i < common; i++) diff(before[i], after[i], `${path}/${i}`, patch);
     for (let i = common; i < after.length; i++) patch.push({ op: 'add', path: `${path}/${i}`, value: after[i] });
-  } else if (isObject(before) && isObject(after) && !Array.isArray(before) && !Array.isArray(after)) {
+  } else if (isRecord(before) && isRecord(after)) {
     for (const key of Object.keys(before)) {
       if (before[key] === undefined) continue;
       if (!Object.hasOwn(after, key) || after[key] === undefined) patch.push({ op: 'remove', path: `${path}/${escapeToken(key)}` });

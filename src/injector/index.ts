@@ -20,6 +20,9 @@
 import type { V1Container, V1ContainerPort, V1EnvVar, V1Pod, V1ResourceRequirements, V1Volume } from '@kubernetes/client-node';
 import type { Operation } from 'fast-json-patch';
 import { annotations, observeAnnotationIsOn } from '../annotations.ts';
+import { isRecord } from '../is-record.ts';
+import { SERVICE_ACCOUNT_DIR } from '../kube/service-account.ts';
+import { NONROOT_UID } from '../nonroot-user.ts';
 import { diff } from './diff.ts';
 import type { InjectionReason, InjectionResult, InjectionSettings } from './types.ts';
 
@@ -29,8 +32,6 @@ export const HOOK_CONTAINER_NAME = 'leaderhook-release';
 export const HOOK_TOKEN_VOLUME_NAME = 'leaderhook-api-access';
 /** The hook's containerPort when the pod asks for its metrics (annotation leaderhook.io/hook-metrics-port). */
 export const HOOK_METRICS_PORT_NAME = 'hook-metrics';
-/** Where client libraries look for the service-account token, CA and namespace. */
-export const SERVICE_ACCOUNT_MOUNT_PATH = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 export { annotations };
 
@@ -111,7 +112,7 @@ function diffTouched(submitted: Pod, pod: Pod): Operation[] {
     const before: unknown = submitted[parent];
     const after = pod[parent];
     if (before === after || writtenWhole.has(parent)) continue;
-    if (!isObject(before)) {
+    if (!isRecord(before)) {
       patch.push({ op: before === undefined ? 'add' : 'replace', path: `/${parent}`, value: after });
       writtenWhole.add(parent);
       continue;
@@ -121,18 +122,10 @@ function diffTouched(submitted: Pod, pod: Pod): Operation[] {
   return patch;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null;
-}
-
 function isPod(value: unknown): value is Pod {
   if (typeof value !== 'object' || value === null) return false;
   const spec = (value as V1Pod).spec;
   return typeof spec === 'object' && spec !== null && Array.isArray(spec.containers);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** A problem with a list of objects the injector looks up by name: not a list, an entry not an object, a name not a string. */
@@ -263,15 +256,15 @@ function renderHook(pod: Pod, settings: InjectionSettings, warnings: string[]): 
     resources,
     securityContext: {
       runAsNonRoot: true,
-      runAsUser: 65532,
-      runAsGroup: 65532,
+      runAsUser: NONROOT_UID,
+      runAsGroup: NONROOT_UID,
       allowPrivilegeEscalation: false,
       readOnlyRootFilesystem: true,
       capabilities: { drop: ['ALL'] },
       seccompProfile: { type: 'RuntimeDefault' },
     },
     terminationMessagePolicy: 'FallbackToLogsOnError',
-    volumeMounts: [{ name: HOOK_TOKEN_VOLUME_NAME, mountPath: SERVICE_ACCOUNT_MOUNT_PATH, readOnly: true }],
+    volumeMounts: [{ name: HOOK_TOKEN_VOLUME_NAME, mountPath: SERVICE_ACCOUNT_DIR, readOnly: true }],
   };
 }
 

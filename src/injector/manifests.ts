@@ -14,6 +14,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import { type Document, isAlias, isMap, isSeq, type Node, parseAllDocuments } from 'yaml';
+import { isRecord } from '../is-record.ts';
 import { injectPod } from './index.ts';
 import type { InjectionReason, InjectionSettings } from './types.ts';
 import { injectWorkload } from './workloads.ts';
@@ -73,10 +74,6 @@ export function injectManifests(text: string, settings: InjectionSettings): Inje
     pieces.push(change.patch.length === 0 ? source : edited(document, change.patch, source, where));
   });
   return { output: pieces.join(''), warnings };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function isKubeObject(value: unknown): value is KubeObject {

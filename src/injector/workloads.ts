@@ -13,6 +13,7 @@
  * like the rest of src/injector.
  */
 import type { V1PodTemplateSpec } from '@kubernetes/client-node';
+import { isRecord } from '../is-record.ts';
 import { injectPod, podShapeProblem } from './index.ts';
 import type { InjectionSettings, WorkloadInjection, WorkloadReason, WorkloadResult } from './types.ts';
 
@@ -139,8 +140,4 @@ function valueAt(object: unknown, path: readonly string[]): unknown {
     value = value[key];
   }
   return value;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
