@@ -276,8 +276,10 @@ async function stuckTerminating(t: TestContext, withHook: boolean): Promise<void
       );
     }
   } finally {
-    releaseTerminating(namespace, leader);
+    // Stamped before the patch is sent: kubectl returns only after the
+    // garbage collector may already have deleted the pod and its lock.
     holdReleased = Date.now();
+    releaseTerminating(namespace, leader);
   }
   await waitForPodGone(recording, leader);
   await waitForNewLeaderRunning(recording, lflLock, standby);

@@ -15,8 +15,12 @@ import { settingsFor } from '../support/injection-settings.ts';
 import { apiStatus, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
 
 const dir = path.join(import.meta.dirname, '../testdata/inject');
-/** Cases that need a privileged namespace by design, and why. */
-const privileged: Record<string, string> = { 'host-network': 'hostNetwork is forbidden under baseline and restricted' };
+/**
+ * Cases on the host's network need a privileged namespace by design:
+ * hostNetwork, and the hostPort it implies, are forbidden under baseline and
+ * restricted.
+ */
+const needsPrivileged = (pod: V1Pod): boolean => pod.spec?.hostNetwork === true;
 const goldens = readdirSync(dir)
   .filter((f) => f.endsWith('.yaml.injected'))
   .map((f) => ({ name: f.slice(0, -'.yaml.injected'.length), pod: (parse(readFileSync(path.join(dir, f), 'utf8')) as { pod: V1Pod }).pod }));
@@ -41,11 +45,14 @@ describe('injected golden pods pass server-side dry-run', () => {
     await privilegedNs?.cleanup();
   });
 
-  test('there are golden pods', () => assert.ok(goldens.length >= 15));
+  test('there are golden pods, some on the host network', () => {
+    assert.ok(goldens.length >= 15);
+    assert.ok(goldens.some(({ pod }) => needsPrivileged(pod)));
+  });
 
   for (const { name, pod } of goldens) {
     test(name, async () => {
-      const namespace = privileged[name] ? privilegedNs.name : restricted.name;
+      const namespace = needsPrivileged(pod) ? privilegedNs.name : restricted.name;
       const body: V1Pod = structuredClone(pod);
       body.metadata = { ...body.metadata, namespace };
       try {
