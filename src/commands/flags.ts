@@ -126,7 +126,7 @@ export const releaseFlags = flagTable([
     kind: 'boolean',
     env: 'LEADERHOOK_OBSERVE',
     default: 'false',
-    help: 'log and record Events for what would be released, release nothing (pod annotation leaderhook.io/observe wins)',
+    help: 'log and record Events for what would be released, release nothing (pod annotation leaderhook.io/observe can turn it on, not off)',
   },
   {
     name: 'lock-name',
