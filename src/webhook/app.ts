@@ -127,15 +127,13 @@ function decidePod(request: AdmissionRequest, inject: Injector, settings: Inject
       details: { detail: result.message, patchOperations: result.patch.length, warnings: result.warnings },
     };
   } catch (error) {
-    return {
-      outcome: 'error',
-      reason: INJECTOR_ERROR_REASON,
-      answer: allowed(request.uid, [INJECTOR_ERROR_WARNING]),
-      level: 'error',
-      message: 'injector failed, pod admitted unchanged',
-      details: { err: error },
-    };
+    return admittedAfterError(request, INJECTOR_ERROR_WARNING, 'injector failed, pod admitted unchanged', error);
   }
+}
+
+/** An exception in the injector or checker admits the object as it came, with a warning saying so: never worse than no webhook. */
+function admittedAfterError(request: AdmissionRequest, warning: string, message: string, error: unknown): Decision {
+  return { outcome: 'error', reason: INJECTOR_ERROR_REASON, answer: allowed(request.uid, [warning]), level: 'error', message, details: { err: error } };
 }
 
 /**
@@ -167,14 +165,7 @@ function decideWorkload(request: AdmissionRequest, kind: WorkloadKind, check: Wo
       details: { detail: result.message, warnings: result.warnings },
     };
   } catch (error) {
-    return {
-      outcome: 'error',
-      reason: INJECTOR_ERROR_REASON,
-      answer: allowed(request.uid, [WORKLOAD_ERROR_WARNING]),
-      level: 'error',
-      message: 'checking the pod template failed, workload admitted without its warnings',
-      details: { err: error },
-    };
+    return admittedAfterError(request, WORKLOAD_ERROR_WARNING, 'checking the pod template failed, workload admitted without its warnings', error);
   }
 }
 
