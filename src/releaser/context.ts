@@ -31,12 +31,24 @@ export interface HookContext {
   perms: Permissions | undefined;
 }
 
+/**
+ * The context of a part that reaches the API only through the narrow client
+ * it is handed, so a test fakes that client alone, in memory.
+ */
+export type ContextWithoutClient = Omit<HookContext, 'client'>;
+
+/** What the holder evaluations ask of the API: read a lock and a pod, delete a lock. */
+export type ForeignLockClient = Pick<KubeClient, 'getConfigMap' | 'deleteConfigMap' | 'getPod'>;
+
+/** What the own locks ask of the API ahead of SIGTERM and, with the watch down, on it. */
+export type OwnLockClient = Pick<KubeClient, 'getConfigMap' | 'listConfigMapsMetadata' | 'listLeases'>;
+
 /** Whether the hook may `verb` `resource` in its namespace, as far as it knows. */
-export function allowed(ctx: HookContext, resource: string, verb: string): boolean {
+export function allowed(ctx: Pick<HookContext, 'perms'>, resource: string, verb: string): boolean {
   return can(ctx.perms, resource, verb);
 }
 
 /** Background requests: bounded, and cancelled when the hook stops or SIGTERM comes. */
-export function backgroundRequest(ctx: HookContext): { timeoutMs: number; signal: AbortSignal } {
+export function backgroundRequest(ctx: Pick<HookContext, 'signal'>): { timeoutMs: number; signal: AbortSignal } {
   return { timeoutMs: REQUEST_TIMEOUT_MS, signal: ctx.signal };
 }

@@ -1,283 +1,100 @@
 /**
- * The ConfigMap locks of other pods, and their holders: R0, R2 and R3. Each
- * lock is tracked from the watch's metadata, read in full once per version
- * (only a ConfigMap without data is a lock), and its holder read live on
- * every change of the lock or of the holder pod, one evaluation at a time per
- * lock. A release deletes exactly the version read, guarded by preconditions.
+ * The ConfigMap locks of other pods: R0, R2 and R3
+ * (docs/design.md#the-release-rules). A handler of the lock cache that keeps
+ * one ForeignLock per lock candidate of another pod, and has each holder
+ * watched while one of its locks is tracked.
  */
-import { backoffDelay } from '../kube/backoff.ts';
-import { paths } from '../kube/client.ts';
-import { isConflict, isNotFound } from '../kube/errors.ts';
-import type { ConfigMap, OwnerReference, Pod } from '../kube/types.ts';
-import { startWatch, type Watcher } from '../kube/watch.ts';
-import { allowed, backgroundRequest, type HookContext } from './context.ts';
+import type { ConfigMap, OwnerReference } from '../kube/types.ts';
+import type { ContextWithoutClient, ForeignLockClient } from './context.ts';
 import type { EventRecorder } from './events.ts';
-import type { ForeignLockSink } from './own-locks.ts';
-import { decideHolderRelease, type HolderDecision, type HolderLookup, lockOwner, notFound, observeMode } from './rules.ts';
-import { KeyedSerializer } from './serializer.ts';
+import { ForeignLock, type ForeignLockDeps } from './foreign-lock.ts';
+import type { ForeignLockView } from './foreign-lock-view.ts';
+import { ForeignRelease } from './foreign-release.ts';
+import { HolderWatches, type WatchPodByName } from './holder-watches.ts';
+import type { LockHandler, LockSource } from './lock-cache.ts';
 
-/** A ConfigMap lock held by another pod, and what we last learned of its holder. */
-export interface Tracker {
-  readonly name: string;
-  /** Metadata only, as the watch delivered it. */
-  cm: ConfigMap;
-  readonly owner: OwnerReference;
-  /**
-   * The full object read live at `verifiedRv` when it is a lock (no data):
-   * its preconditions guard the delete. Unset after a read that found data —
-   * the pod's own configuration, never released, never reported.
-   */
-  lock?: ConfigMap;
-  /** The metadata resourceVersion the last live read was made for. */
-  verifiedRv?: string;
-  /** When this pod started waiting for this holder (clock ms). */
-  readonly since: number;
-  failures: number;
-  retry?: NodeJS.Timeout;
-  holder?: HolderLookup;
-  decision?: HolderDecision;
-  /** Observe mode: the lock version already reported, so events are not repeated. */
-  observedKey?: string;
+export interface ForeignLockSources {
+  client: ForeignLockClient;
+  events: EventRecorder;
+  cache: LockSource;
+  watchPod: WatchPodByName;
+  /** Observe mode whatever the own pod's annotation says (the flag); the annotation can only add it. */
+  observe: boolean;
 }
 
-export class ForeignLocks implements ForeignLockSink {
-  readonly #ctx: HookContext;
-  readonly #events: EventRecorder;
-  /** Observe mode whatever the own pod's annotation says (the flag); the annotation can only add it. */
-  readonly #observe: boolean;
-  /** A live read found the lock held by another owner than the one tracked: sort it again. */
-  readonly #reclassify: (cm: ConfigMap) => void;
-  readonly #trackers = new Map<string, Tracker>();
-  readonly #holderWatches = new Map<string, Watcher>();
-  readonly #serial = new KeyedSerializer<Tracker>();
+export class ForeignLocks implements LockHandler {
+  readonly #ctx: ContextWithoutClient;
+  readonly #deps: ForeignLockDeps;
+  readonly #holders: HolderWatches;
+  readonly #locks = new Map<string, ForeignLock>();
 
-  constructor(ctx: HookContext, events: EventRecorder, settings: { observe: boolean; reclassify: (cm: ConfigMap) => void }) {
+  constructor(ctx: ContextWithoutClient, sources: ForeignLockSources) {
     this.#ctx = ctx;
-    this.#events = events;
-    this.#observe = settings.observe;
-    this.#reclassify = settings.reclassify;
+    this.#holders = new HolderWatches(ctx, sources.watchPod, (holderName) => {
+      for (const lock of this.#locks.values()) if (lock.owner.name === holderName) void lock.evaluate();
+    });
+    this.#deps = {
+      ctx,
+      client: sources.client,
+      cache: sources.cache,
+      holders: this.#holders,
+      releaser: new ForeignRelease(ctx, sources.client, sources.events, { observe: sources.observe, forget: (name) => this.remove(name) }),
+      forget: (name) => this.remove(name),
+    };
+    sources.cache.subscribe(this);
   }
 
-  track(cm: ConfigMap, owner: OwnerReference): void {
+  upsert(cm: ConfigMap, owner: OwnerReference): void {
     const name = cm.metadata?.name as string;
-    let t = this.#trackers.get(name);
-    if (!t || t.owner.uid !== owner.uid) {
-      if (t) this.forget(name);
-      t = { name, cm, owner, since: this.#ctx.clock.now(), failures: 0 };
-      this.#trackers.set(name, t);
+    if (owner.uid === this.#ctx.podUid) {
+      this.remove(name);
+      return;
+    }
+    let lock = this.#locks.get(name);
+    if (!lock || lock.owner.uid !== owner.uid) {
+      if (lock) this.remove(name);
+      lock = new ForeignLock(this.#deps, cm, owner);
+      this.#locks.set(name, lock);
     } else {
-      t.cm = cm;
+      lock.update(cm);
     }
-    void this.evaluate(t);
+    void lock.evaluate();
   }
 
-  forget(name: string): void {
-    const t = this.#trackers.get(name);
-    if (!t) return;
-    this.#trackers.delete(name);
-    if (t.retry) clearTimeout(t.retry);
+  remove(name: string): void {
+    const lock = this.#locks.get(name);
+    if (!lock) return;
+    this.#locks.delete(name);
+    lock.untrack();
     this.#ctx.metrics.clearWaiting(name);
-    if (!this.tracked().some((o) => o.owner.name === t.owner.name)) {
-      this.#holderWatches.get(t.owner.name)?.stop();
-      this.#holderWatches.delete(t.owner.name);
-    }
+    if (![...this.#locks.values()].some((other) => other.owner.name === lock.owner.name)) this.#holders.unwatch(lock.owner.name);
   }
 
-  names(): string[] {
-    return [...this.#trackers.keys()];
+  tracked(): ForeignLockView[] {
+    return [...this.#locks.values()];
   }
 
-  tracked(): Tracker[] {
-    return [...this.#trackers.values()];
-  }
-
-  /** Whether `t` is still the tracker of its lock (not forgotten, not replaced by a new holder's). */
-  isCurrent(t: Tracker): boolean {
-    return this.#trackers.get(t.name) === t;
-  }
-
-  stop(): void {
-    for (const w of this.#holderWatches.values()) w.stop();
-    for (const t of this.#trackers.values()) if (t.retry) clearTimeout(t.retry);
-  }
-
-  /** Settles when the holder watches have ended after stop(). */
-  get done(): Promise<unknown> {
-    return Promise.all([...this.#holderWatches.values()].map((w) => w.done));
+  /** Whether `view` is still of the lock tracked under its name (not forgotten, not replaced by a new holder's). */
+  isCurrent(view: ForeignLockView): boolean {
+    return this.#locks.get(view.name) === view;
   }
 
   /**
    * Reads the holder live and applies R2/R3 (R0 when the holder has our
-   * name). A watch event only triggers this; the decision always rests on
-   * the live read.
+   * name), as a watch event would; may release.
    */
-  evaluate(t: Tracker): Promise<void> {
-    return this.#serial.run(t, () => this.#evaluateOnce(t));
+  evaluate(view: ForeignLockView): Promise<void> {
+    const lock = this.#locks.get(view.name);
+    return lock !== undefined && lock === view ? lock.evaluate() : Promise.resolve();
   }
 
-  /** One evaluation; false when it stopped early (lock gone or replaced, or a retry scheduled). */
-  async #evaluateOnce(t: Tracker): Promise<boolean> {
-    const ctx = this.#ctx;
-    if (ctx.signal.aborted || !this.isCurrent(t)) return false;
-    if (!(await this.#verify(t))) return false;
-    let holder: HolderLookup;
-    try {
-      holder = await ctx.client.getPod(ctx.ns, t.owner.name, backgroundRequest(ctx));
-    } catch (err) {
-      if (isNotFound(err)) holder = notFound;
-      else {
-        if (!ctx.signal.aborted) {
-          ctx.log.warn({ err, lock: t.name }, 'cannot read holder pod; will retry');
-          this.#scheduleRetry(t);
-        }
-        return false;
-      }
-    }
-    if (ctx.signal.aborted || !this.isCurrent(t)) return false;
-    const decision = decideHolderRelease(holder, t.owner);
-    t.holder = holder;
-    t.decision = decision;
-    if (decision.release) await this.#release(t, t.owner.name === ctx.podName ? 'R0' : decision.rule, decision.message);
-    else {
-      t.failures = 0;
-      // Every event of a lock or its holder that keeps it comes here: build the line only when it is written.
-      if (ctx.log.isLevelEnabled('debug')) {
-        ctx.log.debug({ lock: `ConfigMap/${t.name}`, holder: t.owner.name, holderState: decision.state }, `holder read live: ${decision.message}; lock kept`);
-      }
-    }
-    return true;
+  stop(): void {
+    this.#holders.stop();
+    for (const lock of this.#locks.values()) lock.untrack();
   }
 
-  /**
-   * Reads a foreign candidate in full, once per version: only a ConfigMap
-   * without data is a lock. True when `t` is a lock of the same holder.
-   */
-  async #verify(t: Tracker): Promise<boolean> {
-    const ctx = this.#ctx;
-    const rv = t.cm.metadata?.resourceVersion;
-    if (t.verifiedRv === rv) return t.lock !== undefined;
-    let full: ConfigMap;
-    try {
-      full = await ctx.client.getConfigMap(ctx.ns, t.name, backgroundRequest(ctx));
-    } catch (err) {
-      if (ctx.signal.aborted || !this.isCurrent(t)) return false;
-      if (isNotFound(err)) this.forget(t.name);
-      else {
-        ctx.log.warn({ err, lock: `ConfigMap/${t.name}` }, 'cannot read lock; will retry');
-        this.#scheduleRetry(t);
-      }
-      return false;
-    }
-    if (ctx.signal.aborted || !this.isCurrent(t)) return false;
-    const owner = lockOwner(full);
-    if (owner && owner.uid !== t.owner.uid) {
-      this.#reclassify(full);
-      return false;
-    }
-    t.verifiedRv = rv;
-    if (!owner) {
-      t.lock = undefined;
-      ctx.metrics.clearWaiting(t.name);
-      ctx.log.debug({ lock: `ConfigMap/${t.name}`, holder: t.owner.name }, 'ConfigMap owned by a pod carries data: not a lock, left to garbage collection');
-      return false;
-    }
-    t.lock = full;
-    this.#watchHolder(t.owner.name);
-    return true;
-  }
-
-  /** A holder's status changes without its lock changing: watch the pod too (watch only, by name). */
-  #watchHolder(holderName: string): void {
-    const ctx = this.#ctx;
-    if (this.#holderWatches.has(holderName) || !allowed(ctx, 'pods', 'watch') || ctx.signal.aborted) return;
-    const w = startWatch<Pod>(
-      {
-        client: ctx.client,
-        path: paths.pods(ctx.ns),
-        fieldSelector: `metadata.name=${holderName}`,
-        mode: 'watch',
-        what: `holder pod ${holderName}`,
-        logger: ctx.log,
-      },
-      {
-        onEvent: () => {
-          for (const t of this.#trackers.values()) if (t.owner.name === holderName) void this.evaluate(t);
-        },
-      },
-    );
-    this.#holderWatches.set(holderName, w);
-  }
-
-  #scheduleRetry(t: Tracker): void {
-    if (t.retry) clearTimeout(t.retry);
-    t.failures++;
-    t.retry = setTimeout(
-      () => {
-        t.retry = undefined;
-        void this.evaluate(t);
-      },
-      backoffDelay(t.failures, 1_000),
-    );
-    t.retry.unref();
-  }
-
-  /**
-   * Observe mode as this pod's annotation says now, read live right before a
-   * release (a value read at start would half-honour a change); always with
-   * the flag, which the annotation cannot turn off. Undefined when the own
-   * pod cannot be read: nothing is released then, and a retry is scheduled.
-   */
-  async #observeNow(t: Tracker): Promise<boolean | undefined> {
-    const ctx = this.#ctx;
-    try {
-      const pod = await ctx.client.getPod(ctx.ns, ctx.podName, backgroundRequest(ctx));
-      return observeMode(pod, this.#observe);
-    } catch (err) {
-      if (!ctx.signal.aborted && this.isCurrent(t)) {
-        ctx.log.warn({ err, lock: `ConfigMap/${t.name}` }, 'cannot read own pod before releasing a lock; will retry');
-        this.#scheduleRetry(t);
-      }
-      return undefined;
-    }
-  }
-
-  async #release(t: Tracker, rule: string, why: string): Promise<void> {
-    const ctx = this.#ctx;
-    const { owner } = t;
-    // the version read live and found to be a lock; a change since is a 409
-    const lock = t.lock as ConfigMap;
-    const uid = lock.metadata?.uid as string;
-    const resourceVersion = lock.metadata?.resourceVersion as string;
-    const observe = await this.#observeNow(t);
-    if (observe === undefined || ctx.signal.aborted || !this.isCurrent(t)) return;
-    const fields = { rule, lock: `ConfigMap/${t.name}`, holder: owner.name, holderUid: owner.uid, observe };
-    const target = { name: owner.name, namespace: ctx.ns, uid: owner.uid };
-    if (observe) {
-      const key = `${uid}/${resourceVersion}/${rule}`;
-      if (t.observedKey === key) return;
-      t.observedKey = key;
-      ctx.log.info(fields, `would release lock ${t.name} (${rule}: ${why}); observe mode, releasing nothing`);
-      ctx.metrics.release(rule, 'ConfigMap', 'observed');
-      await this.#events.emitOnBoth(target, 'LeaderLockWouldRelease', `Would release leader lock ConfigMap ${t.name} (${rule}: ${why}); observe mode`);
-      return;
-    }
-    try {
-      await ctx.client.deleteConfigMap(ctx.ns, t.name, { uid, resourceVersion }, backgroundRequest(ctx));
-    } catch (err) {
-      if (isNotFound(err) || isConflict(err)) {
-        ctx.log.info({ ...fields, err }, `lock ${t.name} already deleted or changed by someone else; nothing to do`);
-        ctx.metrics.release(rule, 'ConfigMap', 'moved');
-        return;
-      }
-      if (ctx.signal.aborted) return;
-      ctx.log.warn({ ...fields, err }, `releasing lock ${t.name} failed; will retry`);
-      ctx.metrics.release(rule, 'ConfigMap', 'failed');
-      this.#scheduleRetry(t);
-      return;
-    }
-    ctx.log.info(fields, `released lock ${t.name} (${rule}: ${why})`);
-    ctx.metrics.release(rule, 'ConfigMap', 'released');
-    this.forget(t.name);
-    await this.#events.emitOnBoth(target, 'LeaderLockReleased', `Released leader lock ConfigMap ${t.name} (${rule}: ${why})`);
+  /** Settles when the holder watches have ended after stop(). */
+  get done(): Promise<unknown> {
+    return this.#holders.done;
   }
 }

@@ -4,7 +4,9 @@
  * holder can never run again (R0, R2, R3). docs/design.md#the-release-rules is
  * the contract; the rules themselves live in rules.ts as pure functions. This file wires the
  * parts, each of which owns its state:
- *   own-locks.ts      the ConfigMap and Lease watches, and this pod's own locks (R1's candidates)
+ *   lock-cache.ts     the ConfigMap watch and its cache of lock candidates, which the next two handle
+ *   held-leases.ts    the Lease watch, and the Leases this pod holds
+ *   own-locks.ts      this pod's own locks (R1's candidates)
  *   foreign-locks.ts  the locks of other pods and their holders (R0, R2, R3)
  *   wait-reports.ts   what a waiting standby reports
  *   terminate.ts      the SIGTERM path (R1)
@@ -17,6 +19,9 @@ import type { Clock, HookContext } from './context.ts';
 import { releaseDefaults } from './defaults.ts';
 import { eventRecorder } from './events.ts';
 import { ForeignLocks } from './foreign-locks.ts';
+import { HeldLeases } from './held-leases.ts';
+import { podWatchOf } from './holder-watches.ts';
+import { LockCache } from './lock-cache.ts';
 import { noMetrics, type ReleaserMetrics, startMetrics } from './metrics.ts';
 import { OwnLocks } from './own-locks.ts';
 import { lockNameFromAnnotations, type OwnDecision, observeMode } from './rules.ts';
@@ -113,8 +118,10 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     perms: undefined,
   };
   const events = eventRecorder(ctx);
-  const foreign: ForeignLocks = new ForeignLocks(ctx, events, { observe, reclassify: (cm) => own.classify(cm) });
-  const own = new OwnLocks(ctx, foreign, { lockName: options.lockName || undefined, releaseTimeoutMs });
+  const cache = new LockCache(ctx, options.lockName || undefined);
+  const heldLeases = new HeldLeases(ctx);
+  const own = new OwnLocks(ctx, { client, cache, leases: heldLeases, releaseTimeoutMs });
+  const foreign = new ForeignLocks(ctx, { client, events, cache, watchPod: podWatchOf(ctx), observe });
   const waits = new WaitReporter(ctx, events, { foreign, own }, reportIntervalMs);
   const terminate = terminator(ctx, events, own, { marginSeconds, releaseTimeoutMs, observe, stopBackground });
   let terminating = false;
@@ -122,7 +129,8 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
 
   function stopBackground(): void {
     background.abort();
-    own.stop();
+    cache.stop();
+    heldLeases.stop();
     foreign.stop();
     waits.stop();
   }
@@ -132,11 +140,12 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     ctx.perms = perms;
     if (background.signal.aborted || !pod) return;
     void reportMissingPermissions(ctx, events, pod);
-    const lockName = lockNameFromAnnotations(pod) ?? own.lockName;
+    const lockName = lockNameFromAnnotations(pod) ?? cache.lockName;
     logRunning(ctx, pod, { lockName, observe: observeMode(pod, observe), marginSeconds, releaseTimeoutMs });
-    const listed = own.start(lockName);
+    const listed = Promise.all([heldLeases.start(), cache.start(lockName)]);
     waits.start(pod);
-    await listed;
+    // a list the API keeps failing must not hold up a stop
+    await Promise.race([listed, new Promise<void>((resolve) => background.signal.addEventListener('abort', () => resolve(), { once: true }))]);
     if (background.signal.aborted) return;
     log.info(
       {
@@ -162,7 +171,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
       if (stopped) return;
       stopped = true;
       stopBackground();
-      await Promise.all([own.done, foreign.done]);
+      await Promise.all([cache.done, heldLeases.done, foreign.done]);
       if (!terminating) await metrics.close().catch(() => {});
     },
   };

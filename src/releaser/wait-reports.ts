@@ -7,7 +7,8 @@
 import type { Pod } from '../kube/types.ts';
 import type { HookContext } from './context.ts';
 import type { EventRecorder } from './events.ts';
-import type { ForeignLocks, Tracker } from './foreign-locks.ts';
+import type { ForeignLockView } from './foreign-lock-view.ts';
+import type { ForeignLocks } from './foreign-locks.ts';
 import type { OwnLocks } from './own-locks.ts';
 import { notFound, sameWorkload } from './rules.ts';
 
@@ -18,7 +19,7 @@ export class WaitReporter {
   readonly #own: Pick<OwnLocks, 'lockName' | 'holdsLock'>;
   readonly #intervalMs: number;
   /** The holder state last reported per lock tracker, so a wait is reported when it changes, not every interval. */
-  readonly #reported = new WeakMap<Tracker, string>();
+  readonly #reported = new WeakMap<ForeignLockView, string>();
   #ownPod: Pod | undefined;
   #timer: NodeJS.Timeout | undefined;
 
@@ -60,7 +61,7 @@ export class WaitReporter {
       if (signal.aborted) return;
       await this.#foreign.evaluate(t); // refresh from a live read; may release
       const d = t.decision;
-      if (!this.#foreign.isCurrent(t) || !d || d.release || !t.lock) continue;
+      if (!this.#foreign.isCurrent(t) || !d || d.release || !t.isLock) continue;
       const waitedMs = clock.now() - t.since;
       metrics.waiting(t.name, t.owner.name, d.state, waitedMs / 1000);
       if (!this.#isStandbyFor(t) || waitedMs < this.#intervalMs / 2 || d.state === this.#reported.get(t)) continue;
@@ -98,7 +99,7 @@ export class WaitReporter {
   }
 
   /** Whether this pod waits for the lock: pinned to it, or (discovering) holds none and runs the same workload as the holder. */
-  #isStandbyFor(t: Tracker): boolean {
+  #isStandbyFor(t: ForeignLockView): boolean {
     const lockName = this.#own.lockName;
     if (lockName) return t.name === lockName;
     if (this.#own.holdsLock || !this.#ownPod || !t.holder || t.holder === notFound) return false;

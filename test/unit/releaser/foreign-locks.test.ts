@@ -39,9 +39,15 @@ async function evaluateKeptLock(log: Logger): Promise<void> {
     signal: new AbortController().signal,
     perms: new Map([[permissionKey('pods', 'watch'), false]]),
   };
-  const foreign = new ForeignLocks(ctx, eventRecorder(ctx), { observe: false, reclassify: () => assert.fail('the lock keeps its holder') });
-  // track() evaluates in the background; the evaluation has logged once the tracker holds its decision.
-  foreign.track(lock, holder);
+  const foreign = new ForeignLocks(ctx, {
+    client,
+    events: eventRecorder(ctx),
+    cache: { subscribe: () => {}, put: () => assert.fail('the lock keeps its holder') },
+    watchPod: () => assert.fail('the hook may not watch pods'),
+    observe: false,
+  });
+  // upsert() evaluates in the background; the evaluation has logged once the tracker holds its decision.
+  foreign.upsert(lock, holder);
   const [tracker] = foreign.tracked();
   for (let turn = 0; tracker?.decision === undefined && turn < 100; turn++) await new Promise(setImmediate);
   foreign.stop();
