@@ -26,7 +26,7 @@ import { noMetrics, type ReleaserMetrics, startMetrics } from './metrics.ts';
 import { OwnLocks } from './own-locks.ts';
 import { lockNameFromAnnotations, type OwnDecision, observeMode } from './rules.ts';
 import { checkPermissionsOrAssume, logRunning, readOwnPod, reportMissingPermissions, requirePodIdentity } from './start.ts';
-import { terminator } from './terminate.ts';
+import { Terminator } from './terminate.ts';
 import { WaitReporter } from './wait-reports.ts';
 
 export type { Clock } from './context.ts';
@@ -123,7 +123,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
   const own = new OwnLocks(ctx, { client, cache, leases: heldLeases, releaseTimeoutMs });
   const foreign = new ForeignLocks(ctx, { client, events, cache, watchPod: podWatchOf(ctx), observe });
   const waits = new WaitReporter(ctx, events, { foreign, own }, reportIntervalMs);
-  const terminate = terminator(ctx, events, own, { marginSeconds, releaseTimeoutMs, observe, stopBackground });
+  const terminator = new Terminator(ctx, { client, events, candidates: own }, { marginSeconds, releaseTimeoutMs, observe, stopBackground });
   let terminating = false;
   let stopped = false;
 
@@ -165,7 +165,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     ready,
     onTerminate() {
       terminating = true;
-      return terminate();
+      return terminator.onTerminate();
     },
     async stop() {
       if (stopped) return;

@@ -12,7 +12,7 @@ import type { ConfigMap, Lease, Pod } from '../../../src/kube/types.ts';
 import type { HookContext } from '../../../src/releaser/context.ts';
 import { eventRecorder } from '../../../src/releaser/events.ts';
 import { noMetrics } from '../../../src/releaser/metrics.ts';
-import { type OwnCandidates, terminator } from '../../../src/releaser/terminate.ts';
+import { type OwnCandidates, Terminator } from '../../../src/releaser/terminate.ts';
 
 const uid = 'uid-self';
 const now = Date.parse('2026-01-01T00:00:00Z');
@@ -75,13 +75,17 @@ function run(ownPod: Pod, candidates: OwnCandidates, observe = false) {
     signal: new AbortController().signal,
     perms: undefined,
   };
-  const onTerminate = terminator(ctx, eventRecorder(ctx), candidates, {
-    marginSeconds: 2,
-    releaseTimeoutMs: 1500,
-    observe,
-    stopBackground: () => stopped++,
-  });
-  return { onTerminate, calls, stopped: () => stopped };
+  const terminator = new Terminator(
+    ctx,
+    { client, events: eventRecorder(ctx), candidates },
+    {
+      marginSeconds: 2,
+      releaseTimeoutMs: 1500,
+      observe,
+      stopBackground: () => stopped++,
+    },
+  );
+  return { onTerminate: () => terminator.onTerminate(), calls, stopped: () => stopped };
 }
 
 const given = (locks: ConfigMap[], leases: Lease[]): OwnCandidates => ({ locks: async () => locks, leases: async () => leases });

@@ -1,0 +1,131 @@
+/**
+ * R1's work once SIGTERM came (docs/design.md#r1-own-stop): read the own pod
+ * live, release the own locks only when decideOwnRelease says the operator
+ * has provably stopped, and tell of it in Events. The candidates come through
+ * an interface, so this runs without any watch; the API through a narrow
+ * client, which a test fakes in memory.
+ */
+import type { KubeClient } from '../kube/client.ts';
+import { isNotFound } from '../kube/errors.ts';
+import type { ConfigMap, Lease, Pod } from '../kube/types.ts';
+import type { ContextWithoutClient } from './context.ts';
+import type { EventRecorder } from './events.ts';
+import { type LockWriteOutcome, type OwnLockWriter, releaseOwnConfigMap, releaseOwnLease } from './release-as-read.ts';
+import type { TerminateResult } from './releaser.ts';
+import { decideOwnRelease, leaseIdentityIsPodName, observeMode } from './rules.ts';
+
+/** This pod's own locks, as R1 gets them. */
+export interface OwnCandidates {
+  /** The own ConfigMap locks, in full (a version known to carry no data). */
+  locks(signal: AbortSignal): Promise<ConfigMap[]>;
+  /** The own Leases. */
+  leases(signal: AbortSignal): Promise<Lease[]>;
+}
+
+/** What R1 asks of the API: the own pod, and a read and a guarded write of each own lock. */
+export type OwnReleaseClient = OwnLockWriter & Pick<KubeClient, 'getPod'>;
+
+export interface OwnReleaseSettings {
+  marginSeconds: number;
+  releaseTimeoutMs: number;
+  /** Observe mode whatever the own pod's annotation says (the flag); the annotation can only add it. */
+  observe: boolean;
+}
+
+export class OwnRelease {
+  readonly #ctx: ContextWithoutClient;
+  readonly #client: OwnReleaseClient;
+  readonly #events: EventRecorder;
+  readonly #candidates: OwnCandidates;
+  readonly #marginSeconds: number;
+  readonly #releaseTimeoutMs: number;
+  readonly #observe: boolean;
+
+  constructor(ctx: ContextWithoutClient, parts: { client: OwnReleaseClient; events: EventRecorder; candidates: OwnCandidates }, settings: OwnReleaseSettings) {
+    this.#ctx = ctx;
+    this.#client = parts.client;
+    this.#events = parts.events;
+    this.#candidates = parts.candidates;
+    this.#marginSeconds = settings.marginSeconds;
+    this.#releaseTimeoutMs = settings.releaseTimeoutMs;
+    this.#observe = settings.observe;
+  }
+
+  /** Decides on the live own pod and releases (or, observing, notes) each own lock; fills `result`. */
+  async release(t: number, signal: AbortSignal, result: TerminateResult): Promise<void> {
+    const ctx = this.#ctx;
+    const { ns, podName, podUid, log, metrics } = ctx;
+    const client = this.#client;
+    const opts = { signal, timeoutMs: this.#releaseTimeoutMs };
+    // Reads start together; nothing is released before the own pod's live read decides.
+    const podP = client.getPod(ns, podName, opts).then(
+      (p) => p as Pod | undefined,
+      (err: unknown) => (isNotFound(err) ? undefined : Promise.reject(err)),
+    );
+    // a failure after the budget ran out is the budget's: the summary line says so
+    const warn = (fields: Record<string, unknown>, msg: string) => {
+      if (!signal.aborted) log.warn({ rule: 'R1', ...fields }, msg);
+    };
+    const cmsP = this.#candidates.locks(signal);
+    const leasesP = this.#candidates.leases(signal);
+    cmsP.catch(() => {});
+    leasesP.catch(() => {});
+    let pod: Pod | undefined;
+    try {
+      pod = await podP;
+    } catch (err) {
+      warn({ err }, 'R1: cannot read own pod');
+      result.decision = { release: false, refusal: 'ownPodUnreadable', message: `reading own pod failed: ${(err as Error).message}` };
+      return;
+    }
+    const decision = decideOwnRelease(pod, podUid, t, this.#marginSeconds);
+    result.decision = decision;
+    if (!decision.release) return;
+    // the annotation as it is now, read live with the decision
+    const observe = observeMode(pod, this.#observe);
+    const work: Promise<void>[] = [];
+    const one = async (kind: 'ConfigMap' | 'Lease', name: string, release: () => Promise<LockWriteOutcome>) => {
+      const id = `${kind}/${name}`;
+      if (observe) {
+        result.observed.push(id);
+        metrics.release('R1', kind, 'observed');
+        return;
+      }
+      try {
+        const outcome = await release();
+        (outcome === 'released' ? result.released : result.moved).push(id);
+        metrics.release('R1', kind, outcome);
+      } catch (err) {
+        warn({ lock: id, err }, `R1: releasing ${id} failed`);
+        result.failed.push(`${id}: ${(err as Error).message}`);
+        metrics.release('R1', kind, 'failed');
+      }
+    };
+    try {
+      for (const cm of await cmsP) work.push(one('ConfigMap', cm.metadata?.name as string, () => releaseOwnConfigMap(client, ctx, cm, opts)));
+    } catch (err) {
+      warn({ err }, 'R1: finding own ConfigMap locks failed');
+      result.failed.push(`finding own ConfigMap locks: ${(err as Error).message}`);
+    }
+    try {
+      const leases = pod && leaseIdentityIsPodName(pod) ? await leasesP : [];
+      for (const lease of leases) work.push(one('Lease', lease.metadata?.name as string, () => releaseOwnLease(client, ctx, lease, opts)));
+    } catch (err) {
+      warn({ err }, 'R1: finding own Leases failed');
+      result.failed.push(`finding own Leases: ${(err as Error).message}`);
+    }
+    await Promise.all(work);
+  }
+
+  /** An Event on this pod for each lock released or, observing, that would have been. */
+  async recordEvents(result: TerminateResult, signal: AbortSignal): Promise<void> {
+    const { self } = this.#ctx;
+    const why = result.decision.message;
+    await Promise.all([
+      ...result.released.map((id) => this.#events.emit(self, 'LeaderLockReleased', 'Normal', `Released leader lock ${id} (R1: ${why})`, signal)),
+      ...result.observed.map((id) =>
+        this.#events.emit(self, 'LeaderLockWouldRelease', 'Normal', `Would release leader lock ${id} (R1: ${why}); observe mode`, signal),
+      ),
+    ]);
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * A write to a lock as it was read (docs/design.md#how-a-release-is-written):
+ * guarded by what was read, retried once on a conflict while the lock is
+ * still this pod's.
+ */
+import type { KubeClient, RequestOptions } from '../kube/client.ts';
+import { isConflict, isNotFound } from '../kube/errors.ts';
+import type { ConfigMap, Lease } from '../kube/types.ts';
+import type { HookContext } from './context.ts';
+import { isOwnLease, lockOwner, releasedLease } from './rules.ts';
+
+/** What the guarded writes of the own locks ask of the API. */
+export type OwnLockWriter = Pick<KubeClient, 'getConfigMap' | 'deleteConfigMap' | 'getLease' | 'updateLease'>;
+
+export type LockWriteOutcome = 'released' | 'moved';
+
+/**
+ * Applies `release` to a lock as it was read. On a conflict (someone wrote
+ * it in between) re-reads it once and tries again only while it is still
+ * this pod's; gone, or no longer ours, means someone else moved it.
+ */
+export async function releaseAsRead<T>(
+  read: T,
+  release: (lock: T) => Promise<unknown>,
+  reread: () => Promise<T>,
+  stillOurs: (lock: T) => boolean,
+): Promise<LockWriteOutcome> {
+  try {
+    await release(read);
+    return 'released';
+  } catch (err) {
+    if (isNotFound(err)) return 'moved';
+    if (!isConflict(err)) throw err;
+  }
+  let fresh: T;
+  try {
+    fresh = await reread();
+  } catch (err) {
+    if (isNotFound(err)) return 'moved';
+    throw err;
+  }
+  if (!stillOurs(fresh)) return 'moved';
+  try {
+    await release(fresh);
+    return 'released';
+  } catch (err) {
+    if (isNotFound(err) || isConflict(err)) return 'moved';
+    throw err;
+  }
+}
+
+/** Deletes the own lock with preconditions {uid, resourceVersion} of what was read. */
+export function releaseOwnConfigMap(
+  client: OwnLockWriter,
+  self: Pick<HookContext, 'ns' | 'podUid'>,
+  cm: ConfigMap,
+  opts: RequestOptions,
+): Promise<LockWriteOutcome> {
+  const name = cm.metadata?.name as string;
+  return releaseAsRead(
+    cm,
+    (lock) => client.deleteConfigMap(self.ns, name, { uid: lock.metadata?.uid, resourceVersion: lock.metadata?.resourceVersion }, opts),
+    () => client.getConfigMap(self.ns, name, opts),
+    (lock) => lockOwner(lock)?.uid === self.podUid,
+  );
+}
+
+/** Writes the leaderless record over the own Lease, guarded by the resourceVersion read. */
+export function releaseOwnLease(
+  client: OwnLockWriter,
+  self: Pick<HookContext, 'ns' | 'podName' | 'clock'>,
+  lease: Lease,
+  opts: RequestOptions,
+): Promise<LockWriteOutcome> {
+  const name = lease.metadata?.name as string;
+  return releaseAsRead(
+    lease,
+    (current) => client.updateLease(self.ns, releasedLease(current, self.clock.now()), opts),
+    () => client.getLease(self.ns, name, opts),
+    (current) => isOwnLease(current, self.podName),
+  );
+}
