@@ -7,18 +7,20 @@
  * A heartbeat names its writer three ways (test/operators/internal/opshell):
  * the pod's name and UID, a process id drawn at process start, and the lock
  * identity the process holds the lock as (the owner pod's UID on
- * operator-lib's ConfigMap, controller-runtime's `hostname_uuid` on a Lease).
+ * operator-lib's ConfigMap, controller-runtime's `hostname_uuid` on a Lease,
+ * the pod's name on the Lease of client-go-operator).
  * Pod names alone are not enough: a StatefulSet reuses them, and a restarted
  * container is a new process in the same pod. Ordered by resourceVersion (one
  * etcd: one counter for every write), the history must show
  * - every heartbeat carrying all three, consistent with each other;
  * - every heartbeat written while the lock, as of the latest revision
  *   before it, names the identity the heartbeat claims. For a ConfigMap lock
- *   that identity is a pod, so processes of one pod are told apart by the
- *   next rule alone;
+ *   and a Lease held as the pod's name that identity is a pod, so processes
+ *   of one pod are told apart by the next rule alone;
  * - no interleaving: once another process has written, a process never
  *   writes again;
- * - one process per lock identity, and per process a growing sequence;
+ * - one process per lock identity that names a process (`hostname_uuid`),
+ *   and per process a growing sequence;
  * - no stretch of history unseen: an object the recorder saw only in a list
  *   (at its start, or after 410 Gone) may have been written before unseen,
  *   so nothing there is proven.
@@ -45,6 +47,13 @@ export interface LockUnderTest {
   kind: 'ConfigMap' | 'Lease';
   name: string;
   heartbeat: string;
+  /**
+   * Whom a Lease's holderIdentity names: one process (controller-runtime's
+   * `hostname_uuid`, drawn at every start; the default), or the pod (a
+   * client-go LeaderElector given the pod's name), which every process of the
+   * pod shares, as they share a ConfigMap lock's owner UID.
+   */
+  leaseIdentity?: 'process' | 'pod';
 }
 
 /** What the checker reads: every recorded write of the namespace's ConfigMaps and Leases (others than the lock's and the heartbeat's are ignored). */
@@ -89,7 +98,7 @@ export interface LockHolder {
 /**
  * The holder a lock revision names: operator-lib's ConfigMap by its one Pod
  * ownerReference (its UID), a Lease by holderIdentity (`hostname_uuid`, the
- * hostname being the pod name). Undefined when nobody holds it: a leaderless
+ * hostname being the pod name; or the pod name itself, which has no `_`). Undefined when nobody holds it: a leaderless
  * Lease, or a ConfigMap that names no single pod (operator-lib waits on such
  * a lock forever).
  */
@@ -104,7 +113,7 @@ export function lockHolderOf(kind: LockUnderTest['kind'], object: V1ConfigMap | 
   return identity ? { identity, pod: leaseIdentityPod(identity) } : undefined;
 }
 
-/** controller-runtime's identity is `<hostname>_<uuid>`; a pod's hostname is its name. */
+/** controller-runtime's identity is `<hostname>_<uuid>`, a pod's hostname its name; a pod name (client-go-operator's identity) has no `_` to cut. */
 function leaseIdentityPod(identity: string): string {
   return identity.replace(/_[^_]*$/, '');
 }
@@ -152,13 +161,16 @@ function byRevision(a: Entry, b: Entry): number {
  * What is wrong with a heartbeat's account of its writer, or undefined: all
  * three identities present, the sequence a positive integer, and the lock
  * identity one this writer can hold (its own pod's UID for a ConfigMap lock,
- * `<its pod name>_...` for a Lease).
+ * `<its pod name>_...` for a Lease, its pod name for a Lease held as the pod).
  */
-function identityFault(kind: LockUnderTest['kind'], beat: HeartbeatData): string | undefined {
+function identityFault(lock: LockUnderTest, beat: HeartbeatData): string | undefined {
+  const { kind } = lock;
   const missing = (['podUID', 'processID', 'lockIdentity'] as const).filter((field) => !beat[field]);
   if (missing.length > 0) return `carries no ${missing.join(', ')}`;
   if (!Number.isInteger(beat.seq) || beat.seq < 1) return `carries seq ${JSON.stringify(beat.seq)}, not a count from 1`;
   if (kind === 'ConfigMap' && beat.lockIdentity !== beat.podUID) return `claims lock identity ${beat.lockIdentity}, not its own pod's UID ${beat.podUID}`;
+  if (kind === 'Lease' && lock.leaseIdentity === 'pod' && beat.lockIdentity !== beat.pod)
+    return `claims lock identity ${beat.lockIdentity}, not its pod's name ${beat.pod}`;
   if (kind === 'Lease' && leaseIdentityPod(beat.lockIdentity ?? '') !== beat.pod)
     return `claims lock identity ${beat.lockIdentity}, not one of pod ${beat.pod}`;
   return undefined;
@@ -222,7 +234,7 @@ export function checkSplitBrain(history: LockHistory): Violation[] {
     if (write.type === 'DELETED') continue;
 
     const beat = heartbeatOf(write.object);
-    const fault = beat ? identityFault(lock.kind, beat) : 'names no writer (no holder field)';
+    const fault = beat ? identityFault(lock, beat) : 'names no writer (no holder field)';
     if (!beat || fault) {
       // An unidentified writer cannot be placed in a run: it neither ends nor resumes one.
       const pod = beat?.pod ?? '';
@@ -260,8 +272,8 @@ export function checkSplitBrain(history: LockHistory): Violation[] {
     lastSeq.set(key, { seq: beat.seq, rv: write.rv });
 
     const identity = beat.lockIdentity ?? '';
-    // A ConfigMap lock's identity is a pod's UID, which every process of the pod shares.
-    if (lock.kind === 'Lease') {
+    // A ConfigMap lock's identity is a pod's UID and a pod-named Lease's the pod's name: every process of the pod shares it.
+    if (lock.kind === 'Lease' && lock.leaseIdentity !== 'pod') {
       const claim = claims.get(identity);
       if (!claim) claims.set(identity, { key, writer });
       else if (claim.key !== key)
@@ -296,6 +308,7 @@ function describeHolder(
   if (lockRv === undefined) return `no revision of ${what} had been seen yet`;
   if (!holder) return `${what} at rv ${lockRv} was held by nobody`;
   if (lock.kind === 'ConfigMap') return `${what} at rv ${lockRv} was held by pod ${holder.pod} (UID ${holder.identity})`;
+  if (lock.leaseIdentity === 'pod') return `${what} at rv ${lockRv} was held by pod ${holder.pod}`;
   const process = processOf(holder.identity);
   return `${what} at rv ${lockRv} was held by ${holder.identity} (${process ? describeWriter(process) : 'no heartbeat names its process'})`;
 }
@@ -360,7 +373,8 @@ export function toRecordedHistory(history: LockHistory, description: string): Re
     ...history.configMaps.filter((write) => keep(write.object.metadata?.name)).map((write) => event('configmaps', write)),
     ...(lock.kind === 'Lease' ? history.leases.filter((write) => write.object.metadata?.name === lock.name).map((write) => event('leases', write)) : []),
   ].sort((a, b) => (BigInt(a.rv) < BigInt(b.rv) ? -1 : BigInt(a.rv) > BigInt(b.rv) ? 1 : 0));
-  return { description, lock: { kind: lock.kind, name: lock.name, heartbeat: lock.heartbeat }, events };
+  const { kind, name, heartbeat, leaseIdentity } = lock;
+  return { description, lock: { kind, name, heartbeat, ...(leaseIdentity ? { leaseIdentity } : {}) }, events };
 }
 
 /** The history a recorded file holds. */

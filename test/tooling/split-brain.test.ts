@@ -137,6 +137,8 @@ describe('split-brain checker: reading locks and heartbeats', () => {
 
   test('a Lease is held by its holderIdentity, whose hostname part is the pod; a leaderless Lease by nobody', () => {
     assert.deepEqual(lockHolderOf('Lease', { metadata: {}, spec: { holderIdentity: 'op-5d8f_4b9e-1c3d' } }), { identity: 'op-5d8f_4b9e-1c3d', pod: 'op-5d8f' });
+    // A pod name (client-go-operator's identity) has no `_`: all of it is the pod.
+    assert.deepEqual(lockHolderOf('Lease', { metadata: {}, spec: { holderIdentity: 'op-5d8f-x2v4q' } }), { identity: 'op-5d8f-x2v4q', pod: 'op-5d8f-x2v4q' });
     assert.equal(lockHolderOf('Lease', { metadata: {}, spec: { holderIdentity: '' } }), undefined);
   });
 
