@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Builds the operators under test — lfl-operator (operator-lib leader-for-life)
-# and lease-operator (controller-runtime Lease election) — as static binaries,
+# Builds the operators under test — lfl-operator (operator-lib leader-for-life),
+# lease-operator (controller-runtime Lease election) and client-go-operator
+# (client-go's LeaderElector on a Lease held as the pod's name) — as static binaries,
 # wraps each in a minimal image (the binary, /etc/passwd and /etc/group with the
 # nonroot user 65532, nothing else) and imports the images into the local
 # cluster's containerd:
 #
 #   leaderhook.test/lfl-operator:dev
 #   leaderhook.test/lease-operator:dev
+#   leaderhook.test/client-go-operator:dev
 #
 # Binaries and archives are cached under ~/.cache/leaderhook/operators, keyed by
 # the module's sources: a rerun without changes only re-imports.
@@ -27,7 +29,7 @@ start=$(date +%s)
 key="$(cd "$here" && find build.sh go.mod go.sum cmd internal -type f \( -name '*.go' -o -name 'go.*' -o -name build.sh \) | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)"
 
 archives=()
-for op in lfl-operator lease-operator; do
+for op in lfl-operator lease-operator client-go-operator; do
 	bin="$cache/bin/$op-$key"
 	if [[ ! -x "$bin" ]]; then
 		echo "building $op ($key)" >&2

@@ -32,11 +32,15 @@ export const RELEASE_HOOK_CONTAINER = 'leaderhook-release';
 
 /**
  * Records `namespace` from now on (test/support/recorder.ts): the logs of
- * `containers` run by run, and the history of `locks` (by default both
- * operators' of test/operators), which finishRecording checks for split
+ * `containers` run by run, and the history of `locks` (by default every
+ * operator's of test/operators), which finishRecording checks for split
  * brain.
  */
-export function record(namespace: string, containers: string[] = [OPERATOR_CONTAINER], locks: LockUnderTest[] = [lflLock, leaseLock]): Promise<Recording> {
+export function record(
+  namespace: string,
+  containers: string[] = [OPERATOR_CONTAINER],
+  locks: LockUnderTest[] = [lflLock, leaseLock, clientGoLock],
+): Promise<Recording> {
   return startRecording(namespace, containers, locks);
 }
 
@@ -191,6 +195,20 @@ export const leaseLock: LeaderLock<V1Lease> = {
   holderOf: (lease) => lockHolderOf('Lease', lease)?.pod,
 };
 
+/**
+ * client-go-operator's Lease: a LeaderElector holds it as the pod's name, which
+ * every process of the pod shares (the split-brain check: the whole identity,
+ * and a restarted container may go on under it).
+ */
+export const clientGoLock: LeaderLock<V1Lease> = {
+  kind: 'Lease',
+  name: 'client-go-operator-lock',
+  heartbeat: 'client-go-operator-lock-heartbeat',
+  leaseIdentity: 'pod',
+  events: (recording) => recording.leases.filter((event) => event.object.metadata?.name === 'client-go-operator-lock'),
+  holderOf: (lease) => lockHolderOf('Lease', lease)?.pod,
+};
+
 /** The lock each operator of test/operators elects its leader by. */
 export function leaderLockOf(operator: string): LeaderLock<V1ConfigMap> | LeaderLock<V1Lease> {
   switch (operator) {
@@ -198,7 +216,9 @@ export function leaderLockOf(operator: string): LeaderLock<V1ConfigMap> | Leader
       return lflLock;
     case 'lease-operator':
       return leaseLock;
+    case 'client-go-operator':
+      return clientGoLock;
     default:
-      throw new Error(`no leader lock known for operator ${operator} (test/operators has lfl-operator and lease-operator)`);
+      throw new Error(`no leader lock known for operator ${operator} (test/operators has lfl-operator, lease-operator and client-go-operator)`);
   }
 }

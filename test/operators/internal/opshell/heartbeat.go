@@ -31,7 +31,8 @@ type Heartbeat struct {
 	ProcessID string
 	// LockIdentity is the holder identity the lock carries while this process holds it:
 	// the owner pod's UID on operator-lib's ConfigMap, controller-runtime's hostname_uuid on
-	// a Lease. The checker compares it with the lock at the heartbeat's revision.
+	// a Lease, the pod's name on client-go-operator's Lease. The checker compares it with the
+	// lock at the heartbeat's revision.
 	LockIdentity string
 	Interval     time.Duration
 	Log          logr.Logger

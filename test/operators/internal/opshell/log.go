@@ -1,4 +1,4 @@
-// Package opshell is what both test operators share: JSON logging, flags and signal
+// Package opshell is what the test operators share: JSON logging, flags and signal
 // behaviour, and the fake controller that proves who is acting as leader.
 package opshell
 

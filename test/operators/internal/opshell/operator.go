@@ -12,7 +12,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// Operator is what both operators under test start from: their identity (pod name and UID,
+// Operator is what every operator under test starts from: their identity (pod name and UID,
 // and an id of this process), flags, a context that ends on SIGTERM (after
 // --shutdown-delay, unless --ignore-sigterm), and the cluster configuration.
 type Operator struct {
