@@ -20,7 +20,7 @@ import assert from 'node:assert/strict';
 import { describe, type TestContext, test } from 'node:test';
 import { leaseLock, lflLock, type Shape, setUpOperator } from '../support/operators.ts';
 import { finishRecording, lockGone, operatorExited, podGone } from '../support/recording.ts';
-import { assertBefore, leaseMarks, mark, newLeaderMarks, oldLeaderMarks, operatorLibRetryMarks, printTimeline } from '../support/timeline.ts';
+import { assertBefore, expiredLeaseMarks, mark, newLeaderMarks, oldLeaderMarks, operatorLibRetryMarks, printTimeline } from '../support/timeline.ts';
 import { assertHandover, assertNewLock, assertOrderlyStop, failOverLease, failOverLfl, whoLeads } from '../support/takeover.ts';
 
 /**
@@ -80,22 +80,11 @@ describe('baseline failover without leaderhook', () => {
   test('lease-operator (controller-runtime Lease): one leader, then another pod leads once the lease has expired', async (t) => {
     const scenario = await setUp(t, 'lease-operator', 'deployment');
     const { recording } = scenario;
-    const takeover = await failOverLease(scenario);
+    const takeover = await failOverLease(scenario, leaseLock);
     const { leader, deleteIssued, newLeader } = takeover;
     await finishRecording(recording);
 
-    printTimeline(
-      t,
-      'lease-operator',
-      [
-        ...oldLeaderMarks(recording, leaseLock, leader, deleteIssued),
-        ...mark('old container seen exited (watch)', operatorExited(recording, leader)?.at),
-        ...mark('old pod object gone (watch)', podGone(recording, leader)?.at),
-        ...leaseMarks(recording, leader, takeover, 'lease expired'),
-        ...newLeaderMarks(recording, leaseLock, newLeader),
-      ],
-      deleteIssued,
-    );
+    printTimeline(t, 'lease-operator', expiredLeaseMarks(recording, leaseLock, takeover), deleteIssued);
     t.diagnostic(whoLeads(recording, newLeader, deleteIssued));
 
     assertOrderlyStop(recording, leaseLock, leader, deleteIssued);

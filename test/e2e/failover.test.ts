@@ -30,23 +30,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { V1Pod } from '@kubernetes/client-node';
-import {
-  type LeaderLock,
-  leaseLock,
-  lflLock,
-  OPERATOR_CONTAINER,
-  type OperatorOptions,
-  RELEASE_HOOK_CONTAINER,
-  type Scenario,
-  setUpOperator,
-} from '../support/operators.ts';
+import { leaseLock, lflLock, type OperatorOptions, RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
 import {
   finishRecording,
-  hookSignalTime,
   hookSigtermLine,
   lastHeartbeatOf,
-  lastRenewal,
   lockGone,
   logOf,
   observedPod,
@@ -56,12 +44,26 @@ import {
   releaseEvents,
   waitForRecorded,
 } from '../support/recording.ts';
-import { assertBefore, leaseMarks, type Mark, mark, newLeaderMarks, oldLeaderMarks, operatorLibRetryMarks, printTimeline } from '../support/timeline.ts';
+import {
+  assertBefore,
+  hookedLeaseMarks,
+  hookMarks,
+  type Mark,
+  mark,
+  newLeaderMarks,
+  oldLeaderMarks,
+  operatorLibRetryMarks,
+  printTimeline,
+} from '../support/timeline.ts';
 import {
   assertHandover,
+  assertInjected,
+  assertLeaseReleasedByR1,
   assertLockOwnedBy,
   assertNewLock,
+  assertNotInjected,
   assertOneLeaderThroughout,
+  assertReleasedByR1,
   deleteLeader,
   failOverLease,
   failOverLfl,
@@ -71,87 +73,14 @@ import {
   waitForTakeover,
   whoLeads,
 } from '../support/takeover.ts';
-import type { LogLine, Recording } from '../support/recorder.ts';
+import type { Recording } from '../support/recorder.ts';
 import { containerStatus } from '../support/container-runs.ts';
 import { core } from '../support/kube.ts';
-import { grantReleaseHook, holdTerminating, INJECTION_LABEL, installLeaderhook, releaseTerminating } from '../support/leaderhook.ts';
+import { holdTerminating, installLeaderhook, releaseTerminating, setUpWithHook, setUpWithoutHook } from '../support/leaderhook.ts';
 
 /** How long the control waits to show that the lock of a pod stuck Terminating is never freed. */
 const stuckControlMs = 40_000;
 const out = process.env.LEADERHOOK_FAILOVER_OUT;
-
-/** A namespace opted in to leaderhook, the hook's Role bound to the operators' ServiceAccount. */
-function setUpWithHook(t: TestContext, operator: string, options: OperatorOptions): Promise<Scenario> {
-  return setUpOperator(t, {
-    prefix: operator.replace(/-operator$/, '-hook'),
-    operator,
-    options: { ...options, withoutPodNameEnv: true },
-    labels: INJECTION_LABEL,
-    containers: [OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER],
-    prepare: (namespace) => grantReleaseHook(namespace, 'test-operator'),
-  });
-}
-
-/** A namespace not opted in: the operator runs as in the baseline (its manifests carry POD_NAME). */
-function setUpWithoutHook(t: TestContext, operator: string, options: OperatorOptions): Promise<Scenario> {
-  return setUpOperator(t, { prefix: operator.replace(/-operator$/, '-control'), operator, options });
-}
-
-/** The first version seen of each pod of the recording. */
-function firstSeenPods(recording: Recording): V1Pod[] {
-  const pods = new Map<string, V1Pod>();
-  for (const event of recording.pods) {
-    const name = event.object.metadata?.name ?? '';
-    if (!pods.has(name)) pods.set(name, event.object);
-  }
-  return [...pods.values()];
-}
-
-/** Every pod came out of admission injected: annotation, POD_NAME by the downward API, the hook as the last init container, a native sidecar. */
-function assertInjected(recording: Recording): void {
-  const pods = firstSeenPods(recording);
-  assert.ok(pods.length >= 2, `pods were observed: ${pods.length}`);
-  for (const pod of pods) {
-    const name = pod.metadata?.name;
-    assert.ok(pod.metadata?.annotations?.['leaderhook.io/injected'], `pod ${name} carries leaderhook.io/injected`);
-    const hook = pod.spec?.initContainers?.at(-1);
-    assert.equal(hook?.name, RELEASE_HOOK_CONTAINER, `the last init container of ${name} is the release hook`);
-    assert.equal(hook?.restartPolicy, 'Always', `the release hook of ${name} is a native sidecar`);
-    const operator = pod.spec?.containers.find((c) => c.name === OPERATOR_CONTAINER);
-    assert.deepEqual(
-      operator?.env?.find((e) => e.name === 'POD_NAME')?.valueFrom?.fieldRef?.fieldPath,
-      'metadata.name',
-      `the webhook gave the operator container of ${name} POD_NAME from the downward API`,
-    );
-  }
-}
-
-function assertNotInjected(recording: Recording): void {
-  for (const pod of firstSeenPods(recording)) {
-    assert.equal(pod.metadata?.annotations?.['leaderhook.io/injected'], undefined, `pod ${pod.metadata?.name} of a namespace not opted in is not injected`);
-    assert.ok(!pod.spec?.initContainers?.some((c) => c.name === RELEASE_HOOK_CONTAINER));
-  }
-}
-
-/**
- * The old leader's hook released `lock` by R1, exactly once, on a SIGTERM
- * that came after the operator had logged "stopped".
- */
-function assertReleasedByR1<L>(recording: Recording, lock: LeaderLock<L>, leader: string): void {
-  const r1 = releaseEvents(recording, leader, 'R1');
-  assert.equal(
-    r1.length,
-    1,
-    `one R1 LeaderLockReleased Event for ${leader}: ${JSON.stringify(recording.events.map((e) => [e.object.reason, e.object.message]))}`,
-  );
-  assert.match(r1[0]?.object.message ?? '', new RegExp(`${lock.kind}/${lock.name}`));
-  // The kubelet reports the exit in a status update after the fact (often after the release): the
-  // operator's own "stopped" and the hook's signal time order the two.
-  assertBefore(
-    { label: '"stopped" of the old leader', at: logOf(recording, leader, 'stopped')?.at },
-    { label: "the hook's SIGTERM", at: hookSignalTime(recording, leader) },
-  );
-}
 
 /** Marks the leader-for-life scenarios share: the old leader's stop, the hook's decision, the lock's way, the new leader. */
 function lflMarks(recording: Recording, leader: string, newLeader: string, deleteIssued: number): Mark[] {
@@ -173,12 +102,6 @@ function lflMarks(recording: Recording, leader: string, newLeader: string, delet
     ...newLeaderMarks(recording, lflLock, newLeader),
     ...operatorLibRetryMarks(recording, newLeader, deleteIssued),
   ];
-}
-
-function hookMarks(line: LogLine | undefined): Mark[] {
-  if (!line) return [];
-  const signalAt = typeof line.fields.signalAt === 'string' ? Date.parse(line.fields.signalAt) : undefined;
-  return [...mark('old pod\'s hook got SIGTERM (its "signalAt")', signalAt), ...mark(`old pod's hook logged ${JSON.stringify(line.msg)}`, line.at)];
 }
 
 /** The lock's way after the delete: released by a hook (which rule), or by the garbage collector after the owner pod was gone. */
@@ -375,44 +298,13 @@ async function ignoresSigterm(t: TestContext, withHook: boolean): Promise<void> 
 async function leaseFailoverWithHook(t: TestContext): Promise<void> {
   const scenario = await setUpWithHook(t, 'lease-operator', { shape: 'deployment' });
   const { recording } = scenario;
-  const takeover = await failOverLease(scenario);
-  const { leader, deleteIssued, newLeader, taken: acquired } = takeover;
+  const failover = await failOverLease(scenario, leaseLock);
   await finishRecording(recording);
 
-  const oldExpiry = lastRenewal(recording, leader).expiresAt;
-  const leaderless = leaseLock.events(recording).find((event) => event.at > deleteIssued && !event.object.spec?.holderIdentity);
-  const released = releaseEvents(recording, leader, 'R1');
+  printTimeline(t, 'lease-operator with leaderhook', hookedLeaseMarks(recording, leaseLock, failover), failover.deleteIssued, out);
+  t.diagnostic(whoLeads(recording, failover.newLeader, failover.deleteIssued));
 
-  printTimeline(
-    t,
-    'lease-operator with leaderhook',
-    [
-      ...oldLeaderMarks(recording, leaseLock, leader, deleteIssued),
-      ...mark('old container seen exited (watch)', operatorExited(recording, leader)?.at),
-      ...hookMarks(hookSigtermLine(recording, leader)),
-      ...mark('leaderless lease record seen (watch)', leaderless?.at),
-      ...mark(`LeaderLockReleased Event for the old pod (watch): ${released[0]?.object.message ?? ''}`, released[0]?.at),
-      ...mark('old pod object gone (watch)', podGone(recording, leader)?.at),
-      ...leaseMarks(recording, leader, takeover, 'old lease would have expired'),
-      ...newLeaderMarks(recording, leaseLock, newLeader),
-    ],
-    deleteIssued,
-    out,
-  );
-  t.diagnostic(whoLeads(recording, newLeader, deleteIssued));
-
-  assertInjected(recording);
-  assertReleasedByR1(recording, leaseLock, leader);
-  assert.ok(leaderless, 'the hook wrote the leaderless record');
-  assert.equal(leaderless.object.spec?.holderIdentity, '', 'released: holderIdentity ""');
-  assert.equal(leaderless.object.spec?.leaseDurationSeconds, 1, 'released: leaseDurationSeconds 1');
-  assertBefore({ label: '"stopped" of the old leader', at: logOf(recording, leader, 'stopped')?.at }, { label: 'leaderless record', at: leaderless.at });
-  assertBefore({ label: 'leaderless record', at: leaderless.rv }, { label: 'lease acquired', at: acquired.rv });
-  assert.ok(
-    oldExpiry !== undefined && acquired.at < oldExpiry - 5_000,
-    `the lease moved (${acquired.at}) well before the old one would have expired (${oldExpiry})`,
-  );
-  assertHandover(recording, leaseLock, leader, newLeader);
+  assertLeaseReleasedByR1(recording, leaseLock, failover);
 }
 
 describe('failover with leaderhook', () => {

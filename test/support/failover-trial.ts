@@ -187,7 +187,7 @@ export function releasedByHook(recording: Recording, leader: string): string | u
 function notReleasedByHook(recording: Recording, operator: OperatorName, leader: string): string {
   return operator === 'lfl-operator'
     ? 'garbage collector (after the pod object was gone)'
-    : `Lease ran out (last renewal + ${lastRenewal(recording, leader).durationSeconds ?? '?'} s)`;
+    : `Lease ran out (last renewal + ${lastRenewal(recording, leaseLock, leader).durationSeconds ?? '?'} s)`;
 }
 
 function podGoneAt(recording: Recording, pod: string): number | undefined {
@@ -208,5 +208,5 @@ function lockFreedAt(recording: Recording, operator: OperatorName, leader: strin
     .find((event) => event.at > since && event.type !== 'DELETED' && leaseLock.holderOf(event.object) === undefined);
   if (leaderless) return leaderless.at;
   if (takenAt === undefined) return undefined;
-  return Math.min(lastRenewal(recording, leader).expiresAt ?? takenAt, takenAt);
+  return Math.min(lastRenewal(recording, leaseLock, leader).expiresAt ?? takenAt, takenAt);
 }

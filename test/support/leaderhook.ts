@@ -10,9 +10,19 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { TestContext } from 'node:test';
 import type { V1Deployment, V1RoleBinding } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { applyOperatorRbac, type LeaderLock, lflLock, type Scenario } from './operators.ts';
+import {
+  applyOperatorRbac,
+  type LeaderLock,
+  lflLock,
+  OPERATOR_CONTAINER,
+  type OperatorOptions,
+  RELEASE_HOOK_CONTAINER,
+  type Scenario,
+  setUpOperator,
+} from './operators.ts';
 import { heartbeats, waitForRecorded } from './recording.ts';
 import {
   admissionRegistration,
@@ -227,6 +237,28 @@ export async function grantReleaseHook(namespace: string, serviceAccount: string
   binding.metadata = { ...binding.metadata, namespace };
   binding.subjects = [{ kind: 'ServiceAccount', name: serviceAccount, namespace }];
   await rbac.createNamespacedRoleBinding({ namespace, body: binding });
+}
+
+/**
+ * An operator of test/operators in a namespace opted in to leaderhook, the
+ * hook's Role bound to the operators' ServiceAccount, the hook's logs
+ * recorded too. The POD_NAME env of the manifests is removed: the webhook
+ * must add it.
+ */
+export function setUpWithHook(t: Pick<TestContext, 'after'>, operator: string, options: OperatorOptions): Promise<Scenario> {
+  return setUpOperator(t, {
+    prefix: operator.replace(/-operator$/, '-hook'),
+    operator,
+    options: { ...options, withoutPodNameEnv: true },
+    labels: INJECTION_LABEL,
+    containers: [OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER],
+    prepare: (namespace) => grantReleaseHook(namespace, 'test-operator'),
+  });
+}
+
+/** The same operator in a namespace not opted in: it runs as in the baseline (the manifests carry POD_NAME where the operator needs it). */
+export function setUpWithoutHook(t: Pick<TestContext, 'after'>, operator: string, options: OperatorOptions): Promise<Scenario> {
+  return setUpOperator(t, { prefix: operator.replace(/-operator$/, '-control'), operator, options });
 }
 
 /** The leader-for-life lock of test/operators' lfl-operator, as it is now: its holder pod and UIDs; undefined when absent or being deleted. */

@@ -10,10 +10,10 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CoreV1Event, V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Event, V1ContainerStatus, V1Lease, V1Pod } from '@kubernetes/client-node';
 import { containerStatus } from './container-runs.ts';
 import { waitFor } from './wait.ts';
-import { type LeaderLock, leaseLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER } from './operators.ts';
+import { type LeaderLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER } from './operators.ts';
 import { type LogLine, type Observed, parseTime, type Recording } from './recorder.ts';
 import { checkSplitBrain, heartbeatOf, type LockHistory, type LockUnderTest, toRecordedHistory, type Violation } from './split-brain.ts';
 
@@ -190,11 +190,20 @@ export function firstHeartbeatOf<L>(recording: Recording, lock: LeaderLock<L>, p
   return heartbeats(recording, lock.heartbeat).find((beat) => beat.holder === pod);
 }
 
-/** The old leader's last renewal of the Lease, and when the lease would run out without another. */
-export function lastRenewal(recording: Recording, leader: string): { renewedAt?: number; durationSeconds?: number; expiresAt?: number } {
-  const spec = leaseLock
+/** The first revision of `lock`, a Lease, seen after `since` that names no holder: a release record (the hook's, by R1). */
+export function leaderlessLease(recording: Recording, lock: LeaderLock<V1Lease>, since: number): Observed<V1Lease> | undefined {
+  return lock.events(recording).find((event) => event.at > since && event.type !== 'DELETED' && !event.object.spec?.holderIdentity);
+}
+
+/** The old leader's last renewal of `lock`, a Lease, and when the lease would run out without another. */
+export function lastRenewal(
+  recording: Recording,
+  lock: LeaderLock<V1Lease>,
+  leader: string,
+): { renewedAt?: number; durationSeconds?: number; expiresAt?: number } {
+  const spec = lock
     .events(recording)
-    .filter((event) => leaseLock.holderOf(event.object) === leader)
+    .filter((event) => lock.holderOf(event.object) === leader)
     .at(-1)?.object.spec;
   const renewedAt = spec?.renewTime ? new Date(spec.renewTime).getTime() : undefined;
   const durationSeconds = spec?.leaseDurationSeconds;

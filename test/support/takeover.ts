@@ -11,19 +11,23 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1ConfigMap, V1Lease, V1Pod } from '@kubernetes/client-node';
 import { core } from './kube.ts';
-import { type LeaderLock, leaseLock, lflLock, type Scenario, type Shape } from './operators.ts';
+import { type LeaderLock, lflLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER, type Scenario, type Shape } from './operators.ts';
 import type { Observed, Recording } from './recorder.ts';
 import {
   assertNoSplitBrain,
   heartbeats,
   heartbeatWriters,
+  hookSignalTime,
   lastHeartbeatOf,
+  lastRenewal,
+  leaderlessLease,
   lockGone,
   loggedBy,
   logOf,
   observedPod,
   operatorExited,
   podGone,
+  releaseEvents,
   waitForRecorded,
 } from './recording.ts';
 import { assertBefore } from './timeline.ts';
@@ -83,10 +87,10 @@ export async function assertLockOwnedBy(namespace: string, pod: V1Pod): Promise<
   );
 }
 
-/** Waits until the Lease has been recorded and asserts that `leader` holds it. */
-export async function assertLeaseHeldBy(recording: Recording, leader: string): Promise<void> {
-  const lease = await waitForRecorded(recording, 'the lease', async () => leaseLock.events(recording).at(-1)?.object, 10_000);
-  assert.equal(leaseLock.holderOf(lease), leader, `lease holderIdentity ${lease.spec?.holderIdentity} is the leader's hostname_uuid`);
+/** Waits until `lock`, a Lease, has been recorded and asserts that `leader` holds it. */
+export async function assertLeaseHeldBy(recording: Recording, lock: LeaderLock<V1Lease>, leader: string): Promise<void> {
+  const lease = await waitForRecorded(recording, `Lease/${lock.name}`, async () => lock.events(recording).at(-1)?.object, 10_000);
+  assert.equal(lock.holderOf(lease), leader, `lease holderIdentity ${lease.spec?.holderIdentity} names the leader pod ${leader}`);
 }
 
 /**
@@ -177,11 +181,11 @@ export async function failOverLfl(scenario: Scenario, shape: Shape): Promise<Fai
   return { leader, standby, ...(await deleteLeader(scenario, lflLock, leader)) };
 }
 
-/** The Lease failover of every scenario, up to the new leader running: one steady leader holding the Lease, then its pod deleted. */
-export async function failOverLease(scenario: Scenario): Promise<Failover<V1Lease>> {
-  const { leader, standby } = await waitForSteadyLeader(scenario.recording, leaseLock.heartbeat);
-  await assertLeaseHeldBy(scenario.recording, leader);
-  return { leader, standby, ...(await deleteLeader(scenario, leaseLock, leader)) };
+/** The Lease failover of every scenario, up to the new leader running: one steady leader holding `lock`, a Lease, then its pod deleted. */
+export async function failOverLease(scenario: Scenario, lock: LeaderLock<V1Lease>): Promise<Failover<V1Lease>> {
+  const { leader, standby } = await waitForSteadyLeader(scenario.recording, lock.heartbeat);
+  await assertLeaseHeldBy(scenario.recording, lock, leader);
+  return { leader, standby, ...(await deleteLeader(scenario, lock, leader)) };
 }
 
 /** "new leader X is the standby that was waiting" (it tried before the delete), or the Deployment's replacement. */
@@ -237,4 +241,85 @@ export function assertNewLock(recording: Recording, taken: Takeover<V1ConfigMap>
   const owners = taken.taken.object.metadata?.ownerReferences;
   assert.equal(owners?.length, 1);
   assert.equal(owners?.[0]?.uid, recording.podNow.get(taken.newLeader)?.metadata?.uid, 'the new lock is owned by the new leader pod (UID)');
+}
+
+// With leaderhook and without
+
+/** The first version seen of each pod of the recording. */
+function firstSeenPods(recording: Recording): V1Pod[] {
+  const pods = new Map<string, V1Pod>();
+  for (const event of recording.pods) {
+    const name = event.object.metadata?.name ?? '';
+    if (!pods.has(name)) pods.set(name, event.object);
+  }
+  return [...pods.values()];
+}
+
+/** Every pod came out of admission injected: annotation, POD_NAME by the downward API, the hook as the last init container, a native sidecar. */
+export function assertInjected(recording: Recording): void {
+  const pods = firstSeenPods(recording);
+  assert.ok(pods.length >= 2, `pods were observed: ${pods.length}`);
+  for (const pod of pods) {
+    const name = pod.metadata?.name;
+    assert.ok(pod.metadata?.annotations?.['leaderhook.io/injected'], `pod ${name} carries leaderhook.io/injected`);
+    const hook = pod.spec?.initContainers?.at(-1);
+    assert.equal(hook?.name, RELEASE_HOOK_CONTAINER, `the last init container of ${name} is the release hook`);
+    assert.equal(hook?.restartPolicy, 'Always', `the release hook of ${name} is a native sidecar`);
+    const operator = pod.spec?.containers.find((c) => c.name === OPERATOR_CONTAINER);
+    assert.deepEqual(
+      operator?.env?.find((e) => e.name === 'POD_NAME')?.valueFrom?.fieldRef?.fieldPath,
+      'metadata.name',
+      `the webhook gave the operator container of ${name} POD_NAME from the downward API`,
+    );
+  }
+}
+
+export function assertNotInjected(recording: Recording): void {
+  for (const pod of firstSeenPods(recording)) {
+    assert.equal(pod.metadata?.annotations?.['leaderhook.io/injected'], undefined, `pod ${pod.metadata?.name} of a namespace not opted in is not injected`);
+    assert.ok(!pod.spec?.initContainers?.some((c) => c.name === RELEASE_HOOK_CONTAINER));
+  }
+}
+
+/**
+ * The old leader's hook released `lock` by R1, exactly once, on a SIGTERM
+ * that came after the operator had logged "stopped".
+ */
+export function assertReleasedByR1<L>(recording: Recording, lock: LeaderLock<L>, leader: string): void {
+  const r1 = releaseEvents(recording, leader, 'R1');
+  assert.equal(
+    r1.length,
+    1,
+    `one R1 LeaderLockReleased Event for ${leader}: ${JSON.stringify(recording.events.map((e) => [e.object.reason, e.object.message]))}`,
+  );
+  assert.match(r1[0]?.object.message ?? '', new RegExp(`${lock.kind}/${lock.name}`));
+  // The kubelet reports the exit in a status update after the fact (often after the release): the
+  // operator's own "stopped" and the hook's signal time order the two.
+  assertBefore(
+    { label: '"stopped" of the old leader', at: logOf(recording, leader, 'stopped')?.at },
+    { label: "the hook's SIGTERM", at: hookSignalTime(recording, leader) },
+  );
+}
+
+/**
+ * A Lease failover with leaderhook (docs/design.md#leases-r1-only): every pod
+ * injected; the old leader's hook wrote client-go's release record
+ * (holderIdentity "", leaseDurationSeconds 1) by R1 after the old leader had
+ * stopped; another pod took the lease after that record and well before the
+ * old lease would have expired; leadership moved once, one leader at every
+ * heartbeat.
+ */
+export function assertLeaseReleasedByR1(recording: Recording, lock: LeaderLock<V1Lease>, failover: Failover<V1Lease>): void {
+  const { leader, deleteIssued, newLeader, taken } = failover;
+  const oldExpiry = lastRenewal(recording, lock, leader).expiresAt;
+  const leaderless = leaderlessLease(recording, lock, deleteIssued);
+  assertInjected(recording);
+  assertReleasedByR1(recording, lock, leader);
+  assert.ok(leaderless, 'the hook wrote the leaderless record');
+  assert.equal(leaderless.object.spec?.holderIdentity, '', 'released: holderIdentity ""');
+  assert.equal(leaderless.object.spec?.leaseDurationSeconds, 1, 'released: leaseDurationSeconds 1');
+  assertBefore({ label: '"stopped" of the old leader', at: logOf(recording, leader, 'stopped')?.at }, { label: 'leaderless record', at: leaderless.at });
+  assertBefore({ label: 'leaderless record', at: leaderless.rv }, { label: 'lease acquired', at: taken.rv });
+  assert.ok(oldExpiry !== undefined && taken.at < oldExpiry - 5_000, `the lease moved (${taken.at}) well before the old one would have expired (${oldExpiry})`);
+  assertHandover(recording, lock, leader, newLeader);
 }

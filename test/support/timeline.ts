@@ -8,9 +8,19 @@ import { appendFileSync } from 'node:fs';
 import type { TestContext } from 'node:test';
 import type { V1Lease } from '@kubernetes/client-node';
 import { type LeaderLock, OPERATOR_CONTAINER } from './operators.ts';
-import type { Recording } from './recorder.ts';
-import { firstHeartbeatOf, lastHeartbeatOf, lastRenewal, logOf } from './recording.ts';
-import type { Takeover } from './takeover.ts';
+import type { LogLine, Recording } from './recorder.ts';
+import {
+  firstHeartbeatOf,
+  hookSigtermLine,
+  lastHeartbeatOf,
+  lastRenewal,
+  leaderlessLease,
+  logOf,
+  operatorExited,
+  podGone,
+  releaseEvents,
+} from './recording.ts';
+import type { Failover, Takeover } from './takeover.ts';
 
 export interface Mark {
   label: string;
@@ -58,15 +68,50 @@ export function oldLeaderMarks<L>(recording: Recording, lock: LeaderLock<L>, lea
   ];
 }
 
-/** The Lease's way from the old leader's last renewal to the new holder; `expiry` names the old lease's end. */
-export function leaseMarks(recording: Recording, leader: string, taken: Takeover<V1Lease>, expiry: string): Mark[] {
-  const renewal = lastRenewal(recording, leader);
+/** The way of `lock`, a Lease, from the old leader's last renewal to the new holder; `expiry` names the old lease's end. */
+export function leaseMarks(recording: Recording, lock: LeaderLock<V1Lease>, leader: string, taken: Takeover<V1Lease>, expiry: string): Mark[] {
+  const renewal = lastRenewal(recording, lock, leader);
   const acquireTime = taken.taken.object.spec?.acquireTime;
   return [
     ...mark('lease last renewed by the old leader (renewTime)', renewal.renewedAt),
     ...mark(`${expiry} (renewTime + ${renewal.durationSeconds} s)`, renewal.expiresAt),
     ...mark(`lease acquired by ${taken.newLeader} (acquireTime)`, acquireTime ? new Date(acquireTime).getTime() : undefined),
     ...mark('lease holder change seen (watch)', taken.taken.at),
+  ];
+}
+
+/** The old pod's release hook: when it got SIGTERM (its own "signalAt") and what it logged about it. */
+export function hookMarks(line: LogLine | undefined): Mark[] {
+  if (!line) return [];
+  const signalAt = typeof line.fields.signalAt === 'string' ? Date.parse(line.fields.signalAt) : undefined;
+  return [...mark('old pod\'s hook got SIGTERM (its "signalAt")', signalAt), ...mark(`old pod's hook logged ${JSON.stringify(line.msg)}`, line.at)];
+}
+
+/** A Lease failover with leaderhook: the old leader's stop, its hook's release record, the lease's way to the new holder. */
+export function hookedLeaseMarks(recording: Recording, lock: LeaderLock<V1Lease>, failover: Failover<V1Lease>): Mark[] {
+  const { leader, deleteIssued, newLeader } = failover;
+  const released = releaseEvents(recording, leader, 'R1');
+  return [
+    ...oldLeaderMarks(recording, lock, leader, deleteIssued),
+    ...mark('old container seen exited (watch)', operatorExited(recording, leader)?.at),
+    ...hookMarks(hookSigtermLine(recording, leader)),
+    ...mark('leaderless lease record seen (watch)', leaderlessLease(recording, lock, deleteIssued)?.at),
+    ...mark(`LeaderLockReleased Event for the old pod (watch): ${released[0]?.object.message ?? ''}`, released[0]?.at),
+    ...mark('old pod object gone (watch)', podGone(recording, leader)?.at),
+    ...leaseMarks(recording, lock, leader, failover, 'old lease would have expired'),
+    ...newLeaderMarks(recording, lock, newLeader),
+  ];
+}
+
+/** A Lease failover without a release: the old leader's stop, its pod gone, the lease's expiry and new holder. */
+export function expiredLeaseMarks(recording: Recording, lock: LeaderLock<V1Lease>, failover: Failover<V1Lease>): Mark[] {
+  const { leader, deleteIssued, newLeader } = failover;
+  return [
+    ...oldLeaderMarks(recording, lock, leader, deleteIssued),
+    ...mark('old container seen exited (watch)', operatorExited(recording, leader)?.at),
+    ...mark('old pod object gone (watch)', podGone(recording, leader)?.at),
+    ...leaseMarks(recording, lock, leader, failover, 'lease expired'),
+    ...newLeaderMarks(recording, lock, newLeader),
   ];
 }
 
