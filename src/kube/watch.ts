@@ -56,66 +56,80 @@ export interface Watcher {
  * A reflector loop: list, watch from the list's resourceVersion, follow
  * bookmarks, relist on 410 Gone, reconnect with capped exponential backoff on
  * any other failure (API outage, RBAC denial, dead connection). It never
- * throws and never gives up: the hook must outlive API-server restarts.
+ * throws and never gives up: the hook must outlive API-server restarts
+ * (docs/design.md#how-the-hook-fails).
  */
 export function startWatch<T extends KubeObject>(opts: WatchOptions<T>, handlers: WatchHandlers<T>): Watcher {
-  const abort = new AbortController();
-  const initialMs = opts.initialBackoffMs ?? BACKOFF_INITIAL_MS;
-  const maxMs = opts.maxBackoffMs ?? BACKOFF_MAX_MS;
-  const idleTimeoutMs = opts.idleTimeoutMs ?? 90_000;
-  const log = opts.logger.child({ watch: opts.what });
-  let synced = false;
-  let healthy = false;
-  const setHealthy = (h: boolean) => {
-    if (h !== healthy) {
-      healthy = h;
-      handlers.onHealth?.(h);
-    }
-  };
+  return new Reflector(opts, handlers);
+}
 
-  async function listAll(): Promise<{ items: T[]; resourceVersion: string | undefined }> {
-    const items: T[] = [];
-    let cont: string | undefined;
-    let resourceVersion: string | undefined;
-    do {
-      const page = await opts.client.request<List<T>>({
-        method: 'GET',
-        path: opts.path,
-        query: { fieldSelector: opts.fieldSelector, labelSelector: opts.labelSelector, limit: 500, continue: cont },
-        signal: abort.signal,
-        timeoutMs: 30_000,
-        ...(opts.accept ? { accept: opts.accept.list } : {}),
-      });
-      for (const item of page.items ?? []) if (!opts.keep || opts.keep(item)) items.push(item);
-      cont = page.metadata?.continue || undefined;
-      resourceVersion = page.metadata?.resourceVersion;
-    } while (cont);
-    return { items, resourceVersion };
+/** The reflector behind startWatch, named after client-go's: its loop and what it knows of the connection. */
+class Reflector<T extends KubeObject> implements Watcher {
+  readonly #opts: WatchOptions<T>;
+  readonly #handlers: WatchHandlers<T>;
+  readonly #abort = new AbortController();
+  readonly #log: Logger;
+  #synced = false;
+  #healthy = false;
+  readonly done: Promise<void>;
+
+  constructor(opts: WatchOptions<T>, handlers: WatchHandlers<T>) {
+    this.#opts = opts;
+    this.#handlers = handlers;
+    this.#log = opts.logger.child({ watch: opts.what });
+    this.done = this.#loop().catch((err: unknown) => {
+      this.#log.error({ err }, `watch of ${opts.what} stopped unexpectedly`);
+    });
+  }
+
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  get healthy(): boolean {
+    return this.#healthy;
+  }
+
+  stop(): void {
+    this.#abort.abort();
+  }
+
+  #setHealthy(h: boolean): void {
+    if (h !== this.#healthy) {
+      this.#healthy = h;
+      this.#handlers.onHealth?.(h);
+    }
   }
 
   // A handler's own failure must not look like a broken watch.
-  function deliver(fn: () => void): void {
+  #deliver(fn: () => void): void {
     try {
       fn();
     } catch (err) {
-      log.error({ err }, `handling an event of ${opts.what} failed`);
+      this.#log.error({ err }, `handling an event of ${this.#opts.what} failed`);
     }
   }
 
-  async function loop(): Promise<void> {
+  async #loop(): Promise<void> {
+    const opts = this.#opts;
+    const handlers = this.#handlers;
+    const log = this.#log;
+    const signal = this.#abort.signal;
+    const initialMs = opts.initialBackoffMs ?? BACKOFF_INITIAL_MS;
+    const maxMs = opts.maxBackoffMs ?? BACKOFF_MAX_MS;
     let resourceVersion: string | undefined;
     let needList = opts.mode === 'list-watch';
     let attempt = 0;
     let lastWasGone = false;
-    while (!abort.signal.aborted) {
+    while (!signal.aborted) {
       const openedAt = Date.now();
       try {
         if (needList) {
-          const list = await listAll();
+          const list = await listAll(opts, signal);
           resourceVersion = list.resourceVersion;
-          deliver(() => handlers.onList?.(list.items));
+          this.#deliver(() => handlers.onList?.(list.items));
           needList = false;
-          synced = true;
+          this.#synced = true;
           attempt = 0;
         }
         const res = await opts.client.openStream({
@@ -129,39 +143,27 @@ export function startWatch<T extends KubeObject>(opts: WatchOptions<T>, handlers
             // spread reconnects of many hooks over time
             timeoutSeconds: 240 + Math.floor(Math.random() * 120),
           },
-          idleTimeoutMs,
-          signal: abort.signal,
+          idleTimeoutMs: opts.idleTimeoutMs ?? 90_000,
+          signal,
           ...(opts.accept ? { accept: opts.accept.watch } : {}),
         });
-        setHealthy(true);
-        if (opts.mode === 'watch') synced = true;
+        this.#setHealthy(true);
+        if (opts.mode === 'watch') this.#synced = true;
         res.setEncoding('utf8');
-        let buffer = '';
-        for await (const chunk of res as AsyncIterable<string>) {
-          opts.client.stats.bytesReceived += Buffer.byteLength(chunk);
-          buffer += chunk;
-          let nl = buffer.indexOf('\n');
-          while (nl >= 0) {
-            const line = buffer.slice(0, nl).trim();
-            buffer = buffer.slice(nl + 1);
-            nl = buffer.indexOf('\n');
-            if (!line) continue;
-            const event = JSON.parse(line) as WatchEvent<T>;
-            if (event.type === 'ERROR') throw errorFromStatus('WATCH', opts.path, event.object as never);
-            const rv = event.object?.metadata?.resourceVersion;
-            if (rv) resourceVersion = rv;
-            lastWasGone = false;
-            if (event.type === 'BOOKMARK') continue;
-            deliver(() => handlers.onEvent(event.type as 'ADDED' | 'MODIFIED' | 'DELETED', event.object));
-          }
-        }
+        await readEvents<T>(res as AsyncIterable<string>, opts.client.stats, (event) => {
+          if (event.type === 'ERROR') throw errorFromStatus('WATCH', opts.path, event.object as never);
+          const rv = event.object?.metadata?.resourceVersion;
+          if (rv) resourceVersion = rv;
+          lastWasGone = false;
+          if (event.type !== 'BOOKMARK') this.#deliver(() => handlers.onEvent(event.type as 'ADDED' | 'MODIFIED' | 'DELETED', event.object));
+        });
         // The server closed the stream at timeoutSeconds: resume from where we
         // are. A stream that ends at once, again and again, still backs off.
         if (Date.now() - openedAt > 5_000) attempt = 0;
-        else await sleep(backoffDelay(++attempt, initialMs, maxMs), abort.signal);
+        else await sleep(backoffDelay(++attempt, initialMs, maxMs), signal);
       } catch (err) {
-        if (abort.signal.aborted) break;
-        setHealthy(false);
+        if (signal.aborted) break;
+        this.#setHealthy(false);
         if (isGone(err)) {
           // Our resourceVersion is older than etcd's compaction window: start
           // over from the current state, at once the first time.
@@ -179,26 +181,46 @@ export function startWatch<T extends KubeObject>(opts: WatchOptions<T>, handlers
         const delay = backoffDelay(attempt, initialMs, maxMs);
         const forbidden = err instanceof KubeApiError && (err.status === 401 || err.status === 403);
         log[forbidden || attempt > 3 ? 'warn' : 'info']({ err, attempt, retryInMs: delay }, `watch of ${opts.what} interrupted, retrying`);
-        await sleep(delay, abort.signal);
+        await sleep(delay, signal);
       }
     }
-    setHealthy(false);
+    this.#setHealthy(false);
   }
+}
 
-  const done = loop().catch((err: unknown) => {
-    log.error({ err }, `watch of ${opts.what} stopped unexpectedly`);
-  });
+/** Lists every page, keeping only what `opts.keep` accepts, so a large collection is never held whole. */
+async function listAll<T extends KubeObject>(opts: WatchOptions<T>, signal: AbortSignal): Promise<{ items: T[]; resourceVersion: string | undefined }> {
+  const items: T[] = [];
+  let cont: string | undefined;
+  let resourceVersion: string | undefined;
+  do {
+    const page = await opts.client.request<List<T>>({
+      method: 'GET',
+      path: opts.path,
+      query: { fieldSelector: opts.fieldSelector, labelSelector: opts.labelSelector, limit: 500, continue: cont },
+      signal,
+      timeoutMs: 30_000,
+      ...(opts.accept ? { accept: opts.accept.list } : {}),
+    });
+    for (const item of page.items ?? []) if (!opts.keep || opts.keep(item)) items.push(item);
+    cont = page.metadata?.continue || undefined;
+    resourceVersion = page.metadata?.resourceVersion;
+  } while (cont);
+  return { items, resourceVersion };
+}
 
-  return {
-    get synced() {
-      return synced;
-    },
-    get healthy() {
-      return healthy;
-    },
-    stop() {
-      abort.abort();
-    },
-    done,
-  };
+/**
+ * Reads a watch stream, one JSON event a line, counting the bytes received.
+ * `onEvent` runs for each line at once, the lines of one chunk together; an
+ * exception it throws ends the stream.
+ */
+async function readEvents<T>(stream: AsyncIterable<string>, stats: { bytesReceived: number }, onEvent: (event: WatchEvent<T>) => void): Promise<void> {
+  // a chunk may end inside a line: that part waits for the next chunk
+  let partial = '';
+  for await (const chunk of stream) {
+    stats.bytesReceived += Buffer.byteLength(chunk);
+    const lines = (partial + chunk).split('\n');
+    partial = lines.pop() as string;
+    for (const line of lines) if (line.trim()) onEvent(JSON.parse(line) as WatchEvent<T>);
+  }
 }
