@@ -125,127 +125,138 @@ function fingerprint(cert: Buffer, key: Buffer): string {
  * a source that keeps it current. Watching starts with `attach`.
  */
 export async function createCertificateSource(options: CertificateSourceOptions): Promise<CertificateSource> {
-  const { certFile, keyFile, logger, metrics } = options;
-  const pollIntervalMs = options.pollIntervalMs ?? 5000;
-  const debounceMs = options.debounceMs ?? 100;
-  const watchEnabled = options.watch ?? true;
+  return new FileCertificateSource(options, await loadCertificatePair(options.certFile, options.keyFile));
+}
 
-  let current = await loadCertificatePair(certFile, keyFile);
-  let currentPrint = fingerprint(current.cert, current.key);
+/** The pair from files, kept current by a directory watch and a poll: cert-manager's file certificate source, in Node. */
+class FileCertificateSource implements CertificateSource {
+  readonly #certFile: string;
+  readonly #keyFile: string;
+  readonly #logger: Logger;
+  readonly #metrics: CertificateSourceOptions['metrics'];
+  readonly #pollIntervalMs: number;
+  readonly #debounceMs: number;
+  readonly #watchEnabled: boolean;
+  #current: CertificatePair;
+  #currentPrint: string;
   // The last refused input, so a bad pair is counted and logged once, not at every poll.
-  let lastFailure: string | undefined;
-  let server: Server | undefined;
-  let closed = false;
-  const watchers = new Map<string, FSWatcher>();
-  let pollTimer: NodeJS.Timeout | undefined;
-  let debounceTimer: NodeJS.Timeout | undefined;
-  let running: Promise<ReloadResult> = Promise.resolve('unchanged');
+  #lastFailure: string | undefined;
+  #server: Server | undefined;
+  #closed = false;
+  readonly #watchers = new Map<string, FSWatcher>();
+  #pollTimer: NodeJS.Timeout | undefined;
+  #debounceTimer: NodeJS.Timeout | undefined;
+  #running: Promise<ReloadResult> = Promise.resolve('unchanged');
 
-  metrics.certificateReloads.inc();
-  metrics.certificateExpiry.set(current.notAfter.getTime() / 1000);
-  logger.info(
-    { certFile, keyFile, serialNumber: current.serialNumber, subject: current.subject, notAfter: current.notAfter.toISOString(), trigger: 'start' },
-    'serving certificate loaded',
-  );
+  constructor(options: CertificateSourceOptions, loaded: CertificatePair) {
+    const { certFile, keyFile, logger, metrics } = options;
+    this.#certFile = certFile;
+    this.#keyFile = keyFile;
+    this.#logger = logger;
+    this.#metrics = metrics;
+    this.#pollIntervalMs = options.pollIntervalMs ?? 5000;
+    this.#debounceMs = options.debounceMs ?? 100;
+    this.#watchEnabled = options.watch ?? true;
+    this.#current = loaded;
+    this.#currentPrint = fingerprint(loaded.cert, loaded.key);
+    metrics.certificateReloads.inc();
+    metrics.certificateExpiry.set(loaded.notAfter.getTime() / 1000);
+    logger.info(
+      { certFile, keyFile, serialNumber: loaded.serialNumber, subject: loaded.subject, notAfter: loaded.notAfter.toISOString(), trigger: 'start' },
+      'serving certificate loaded',
+    );
+  }
 
-  async function reloadOnce(trigger: string): Promise<ReloadResult> {
-    let cert: Buffer;
-    let key: Buffer;
+  current(): CertificatePair {
+    return this.#current;
+  }
+
+  attach(target: Server): void {
+    this.#server = target;
+    if (this.#closed) return;
+    this.#watchDirectories();
+    if (this.#pollIntervalMs > 0) {
+      this.#pollTimer = setInterval(() => {
+        this.#watchDirectories();
+        void this.reload('poll');
+      }, this.#pollIntervalMs);
+      this.#pollTimer.unref();
+    }
+  }
+
+  reload(trigger = 'manual'): Promise<ReloadResult> {
+    // One read at a time: a watch event and a poll tick must not race to swap.
+    this.#running = this.#running.then(() => this.#reloadOnce(trigger));
+    return this.#running;
+  }
+
+  close(): void {
+    this.#closed = true;
+    clearInterval(this.#pollTimer);
+    clearTimeout(this.#debounceTimer);
+    for (const watcher of this.#watchers.values()) watcher.close();
+    this.#watchers.clear();
+  }
+
+  async #reloadOnce(trigger: string): Promise<ReloadResult> {
+    const certFile = this.#certFile;
+    const keyFile = this.#keyFile;
     let pair: CertificatePair;
     let print: string | undefined;
     try {
-      [cert, key] = await Promise.all([readPem(certFile, 'serving certificate'), readPem(keyFile, 'private key')]);
+      const [cert, key] = await Promise.all([readPem(certFile, 'serving certificate'), readPem(keyFile, 'private key')]);
       print = fingerprint(cert, key);
-      if (print === currentPrint) {
-        lastFailure = undefined;
+      if (print === this.#currentPrint) {
+        this.#lastFailure = undefined;
         return 'unchanged';
       }
       pair = parseCertificatePair(cert, key, certFile, keyFile);
     } catch (error) {
       const failure = print ?? errorMessage(error);
-      if (failure !== lastFailure) {
-        lastFailure = failure;
-        metrics.certificateReloadErrors.inc();
-        logger.error(
-          { certFile, keyFile, trigger, err: error, servingSerialNumber: current.serialNumber },
+      if (failure !== this.#lastFailure) {
+        this.#lastFailure = failure;
+        this.#metrics.certificateReloadErrors.inc();
+        this.#logger.error(
+          { certFile, keyFile, trigger, err: error, servingSerialNumber: this.#current.serialNumber },
           'new serving certificate refused, the previous one keeps serving',
         );
       }
       return 'failed';
     }
-    if (closed) return 'unchanged';
-    server?.setSecureContext({ cert: pair.cert, key: pair.key });
-    const previous = current;
-    current = pair;
-    currentPrint = print;
-    lastFailure = undefined;
-    metrics.certificateReloads.inc();
-    metrics.certificateExpiry.set(pair.notAfter.getTime() / 1000);
-    logger.info(
-      {
-        certFile,
-        keyFile,
-        trigger,
-        serialNumber: pair.serialNumber,
-        subject: pair.subject,
-        notAfter: pair.notAfter.toISOString(),
-        previousSerialNumber: previous.serialNumber,
-      },
-      'serving certificate reloaded',
-    );
+    if (this.#closed) return 'unchanged';
+    this.#server?.setSecureContext({ cert: pair.cert, key: pair.key });
+    const previous = this.#current;
+    this.#current = pair;
+    this.#currentPrint = print;
+    this.#lastFailure = undefined;
+    this.#metrics.certificateReloads.inc();
+    this.#metrics.certificateExpiry.set(pair.notAfter.getTime() / 1000);
+    const { serialNumber, subject } = pair;
+    const fields = { certFile, keyFile, trigger, serialNumber, subject, notAfter: pair.notAfter.toISOString(), previousSerialNumber: previous.serialNumber };
+    this.#logger.info(fields, 'serving certificate reloaded');
     return 'reloaded';
   }
 
-  function reload(trigger = 'manual'): Promise<ReloadResult> {
-    // One read at a time: a watch event and a poll tick must not race to swap.
-    running = running.then(() => reloadOnce(trigger));
-    return running;
-  }
-
-  function watchDirectories(): void {
-    if (!watchEnabled || closed) return;
-    for (const dir of new Set([dirname(certFile), dirname(keyFile)])) {
-      if (watchers.has(dir)) continue;
+  #watchDirectories(): void {
+    if (!this.#watchEnabled || this.#closed) return;
+    for (const dir of new Set([dirname(this.#certFile), dirname(this.#keyFile)])) {
+      if (this.#watchers.has(dir)) continue;
       try {
         const watcher = watch(dir, { persistent: false }, () => {
-          clearTimeout(debounceTimer);
-          debounceTimer = setTimeout(() => void reload('watch'), debounceMs);
-          debounceTimer.unref();
+          clearTimeout(this.#debounceTimer);
+          this.#debounceTimer = setTimeout(() => void this.reload('watch'), this.#debounceMs);
+          this.#debounceTimer.unref();
         });
         watcher.on('error', (error) => {
           // The poll keeps reloading; the next tick tries to watch again.
-          logger.warn({ dir, err: error }, 'lost the watch on the certificate directory');
+          this.#logger.warn({ dir, err: error }, 'lost the watch on the certificate directory');
           watcher.close();
-          watchers.delete(dir);
+          this.#watchers.delete(dir);
         });
-        watchers.set(dir, watcher);
+        this.#watchers.set(dir, watcher);
       } catch (error) {
-        logger.warn({ dir, err: error }, 'cannot watch the certificate directory, relying on the poll');
+        this.#logger.warn({ dir, err: error }, 'cannot watch the certificate directory, relying on the poll');
       }
     }
   }
-
-  return {
-    current: () => current,
-    attach(target: Server): void {
-      server = target;
-      if (closed) return;
-      watchDirectories();
-      if (pollIntervalMs > 0) {
-        pollTimer = setInterval(() => {
-          watchDirectories();
-          void reload('poll');
-        }, pollIntervalMs);
-        pollTimer.unref();
-      }
-    },
-    reload,
-    close(): void {
-      closed = true;
-      clearInterval(pollTimer);
-      clearTimeout(debounceTimer);
-      for (const watcher of watchers.values()) watcher.close();
-      watchers.clear();
-    },
-  };
 }
