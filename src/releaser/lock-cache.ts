@@ -1,10 +1,8 @@
 /**
- * The hook's one view of the namespace's ConfigMap locks, kept the way a
- * client-go informer keeps its cache: one metadata-only list-watch of the
- * ConfigMaps feeds a store of lock candidates indexed by their owner's UID
- * (docs/design.md#what-counts-as-a-lock). The own locks and the locks of
- * other pods are handlers of this cache; each keeps its own state, and none
- * calls the other. held-leases.ts is its counterpart for Leases.
+ * The namespace's ConfigMap locks as a client-go informer keeps them: one
+ * metadata-only list-watch feeds a store of lock candidates indexed by owner
+ * UID (docs/design.md#what-counts-as-a-lock). The own and the foreign locks
+ * are its handlers, each with its own state; neither calls the other.
  */
 import { metadataAccept, paths } from '../kube/client.ts';
 import type { ConfigMap, OwnerReference } from '../kube/types.ts';
@@ -30,10 +28,8 @@ export interface LockSource {
 export class LockCache implements LockSource {
   readonly #ctx: HookContext;
   readonly #handlers: LockHandler[] = [];
-  /** Lock candidate name → its owner's UID. */
-  readonly #ownerOf = new Map<string, string>();
-  /** Owner UID → the names of its lock candidates. */
-  readonly #byOwner = new Map<string, Set<string>>();
+  readonly #ownerUidByName = new Map<string, string>();
+  readonly #namesByOwnerUid = new Map<string, Set<string>>();
   /** The pinned lock name (the option, then at start the annotation, else the option); undefined when discovering. */
   #lockName: string | undefined;
   #lockWatch: Watcher | undefined;
@@ -53,7 +49,7 @@ export class LockCache implements LockSource {
 
   /** The names of the lock candidates owned by `uid`, as the watch last saw them. */
   ownedBy(uid: string): string[] {
-    return [...(this.#byOwner.get(uid) ?? [])];
+    return [...(this.#namesByOwnerUid.get(uid) ?? [])];
   }
 
   /** Whether the ConfigMap watch has listed and is connected: only then is the store complete. */
@@ -89,9 +85,9 @@ export class LockCache implements LockSource {
       return;
     }
     this.#unindex(name);
-    this.#ownerOf.set(name, owner.uid);
-    const names = this.#byOwner.get(owner.uid) ?? new Set<string>();
-    this.#byOwner.set(owner.uid, names.add(name));
+    this.#ownerUidByName.set(name, owner.uid);
+    const names = this.#namesByOwnerUid.get(owner.uid) ?? new Set<string>();
+    this.#namesByOwnerUid.set(owner.uid, names.add(name));
     for (const handler of this.#handlers) handler.upsert(cm, owner);
   }
 
@@ -101,12 +97,12 @@ export class LockCache implements LockSource {
   }
 
   #unindex(name: string): void {
-    const uid = this.#ownerOf.get(name);
+    const uid = this.#ownerUidByName.get(name);
     if (uid === undefined) return;
-    this.#ownerOf.delete(name);
-    const names = this.#byOwner.get(uid);
+    this.#ownerUidByName.delete(name);
+    const names = this.#namesByOwnerUid.get(uid);
     names?.delete(name);
-    if (names?.size === 0) this.#byOwner.delete(uid);
+    if (names?.size === 0) this.#namesByOwnerUid.delete(uid);
   }
 
   #watchLocks(listed: () => void): void {
@@ -138,7 +134,7 @@ export class LockCache implements LockSource {
             seen.add(name);
             this.put(cm);
           }
-          for (const name of [...this.#ownerOf.keys()]) if (!seen.has(name)) this.#remove(name);
+          for (const name of [...this.#ownerUidByName.keys()]) if (!seen.has(name)) this.#remove(name);
           listed();
         },
         onEvent: (type, cm) => {
