@@ -4,9 +4,12 @@
  * in the namespaces demo-with-leaderhook and demo-without-leaderhook, prints
  * the report and leaves everything running to look at.
  */
+import { connectTestCluster } from '../../test/support/kube.ts';
 import { installLeaderhook } from '../../test/support/leaderhook.ts';
 import { report } from './report.ts';
 import { runDemoScenario } from './scenario.ts';
+
+connectTestCluster();
 
 export const DEMO_NAMESPACES = { with: 'demo-with-leaderhook', without: 'demo-without-leaderhook' };
 

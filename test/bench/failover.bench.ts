@@ -28,12 +28,14 @@ import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { splitBrainViolations } from '../support/recording.ts';
 import type { Recording } from '../support/recorder.ts';
 import { createOperatorsNamespace, followFailover, lockOf, type OperatorName, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
-import { core } from '../support/kube.ts';
+import { connectTestCluster, core } from '../support/kube.ts';
 import { deleteNamespaceAndWait, holdTerminating, installLeaderhook, releaseTerminating } from '../support/leaderhook.ts';
 import type { LockUnderTest } from '../support/split-brain.ts';
 import { writeReport } from './failover-report.ts';
 import { parseRecords, type TrialRecord } from './failover-trials.ts';
 import { parseTrialArgs, runRecord, say, trialOptionsUsage } from './trial-args.ts';
+
+connectTestCluster();
 
 interface Scenario {
   name: string;

@@ -36,7 +36,7 @@ import {
   waitForKubeletToAct,
   whileNodeNotReady,
 } from '../support/faults.ts';
-import { apps, core } from '../support/kube.ts';
+import { apps, connectTestCluster, core } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { deleteNamespaceAndWait, INJECTION_LABEL, installLeaderhook, kubectl, REQUIRED_INJECTION_LABEL } from '../support/leaderhook.ts';
 import { leadersOn, webhookPodsOn } from '../support/node-leaders.ts';
@@ -56,6 +56,8 @@ import type { LockUnderTest } from '../support/split-brain.ts';
 import { FAULT_SCENARIOS, type FaultTrialRecord, parseFaultRecords } from './fault-trials.ts';
 import { writeFaultsReport } from './faults-report.ts';
 import { parseTrialArgs, runRecord, say, trialOptionsUsage } from './trial-args.ts';
+
+connectTestCluster();
 
 const SCENARIO_NAMES = Object.keys(FAULT_SCENARIOS);
 const usage = `usage: npm run bench:faults -- [--trials 1] [--scenario NAME ...] [--timeout 45] [--out FILE] [--docs DIR]

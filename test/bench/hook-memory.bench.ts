@@ -15,7 +15,10 @@
 import { parseArgs } from 'node:util';
 import { admin, createFakeNode, createLock, createNamespace, createPod, deleteNode, sleep, type TestNamespace } from '../integration/releaser/harness.ts';
 import { compile, rssAnonKiB, startHookProcess } from '../integration/releaser/hook-process.ts';
+import { connectTestCluster } from '../support/kube.ts';
 import { median } from './stats.ts';
+
+connectTestCluster();
 
 const { values } = parseArgs({
   options: {

@@ -25,7 +25,10 @@ import {
   waitFor,
 } from '../integration/releaser/harness.ts';
 import { compile, startHookProcess } from '../integration/releaser/hook-process.ts';
+import { connectTestCluster } from '../support/kube.ts';
 import { percentile } from './stats.ts';
+
+connectTestCluster();
 
 const { values } = parseArgs({
   options: {

@@ -29,12 +29,14 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { injectPod } from '../../src/injector/index.ts';
 import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
 import { goldenSettings } from '../support/injection-settings.ts';
-import { core, createTestNamespace } from '../support/kube.ts';
+import { connectTestCluster, core, createTestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { grantReleaseHook, leaderhookImage } from '../support/leaderhook.ts';
 import { clusterNode } from '../support/nodes.ts';
 import type { PodStartSamples } from '../matrix/compatibility.ts';
 import { percentile } from './stats.ts';
+
+connectTestCluster();
 
 const { values } = parseArgs({
   options: {

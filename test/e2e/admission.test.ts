@@ -19,7 +19,7 @@ import { after, before, describe, test } from 'node:test';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { OPERATOR_CONTAINER, operatorManifest } from '../support/operators.ts';
 import { scaleWebhook } from '../support/faults.ts';
-import { apps, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
+import { apps, connectTestCluster, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import {
   createOperatorNamespace,
@@ -30,6 +30,8 @@ import {
   readLflLock,
   REQUIRED_INJECTION_LABEL,
 } from '../support/leaderhook.ts';
+
+connectTestCluster();
 
 const SYSTEM = 'leaderhook-system';
 const lflHolder = async (namespace: string) => (await readLflLock(namespace))?.holder;

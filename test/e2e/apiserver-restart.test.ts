@@ -12,9 +12,11 @@ import { after, before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { operatorManifest, RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
 import { clusterProcessFaultsUnavailable, killAndRestartApiServer, waitForKubeletToAct } from '../support/faults.ts';
-import { apps, core, type TestNamespace } from '../support/kube.ts';
+import { apps, connectTestCluster, core, type TestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { createOperatorNamespace, INJECTION_LABEL, installLeaderhook, readLflLock } from '../support/leaderhook.ts';
+
+connectTestCluster();
 
 const lflHolder = async (namespace: string) => (await readLflLock(namespace))?.holder;
 

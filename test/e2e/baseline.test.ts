@@ -18,10 +18,13 @@
  */
 import assert from 'node:assert/strict';
 import { describe, type TestContext, test } from 'node:test';
+import { connectTestCluster } from '../support/kube.ts';
 import { leaseLock, lflLock, type Shape, setUpOperator } from '../support/operators.ts';
 import { finishRecording, lockGone, operatorExited, podGone } from '../support/recording.ts';
 import { assertBefore, expiredLeaseMarks, mark, newLeaderMarks, oldLeaderMarks, operatorLibRetryMarks, printTimeline } from '../support/timeline.ts';
 import { assertHandover, assertNewLock, assertOrderlyStop, failOverLease, failOverLfl, whoLeads } from '../support/takeover.ts';
+
+connectTestCluster();
 
 /**
  * A namespace of its own (restricted Pod Security: the manifests must pass it

@@ -10,9 +10,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { rotateUnderLoad } from '../support/cert-rotation.ts';
-import { core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
+import { connectTestCluster, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
 import { INJECTION_LABEL, installLeaderhook } from '../support/leaderhook.ts';
 import { KUBEBUILDER_SERVICE_ACCOUNT } from '../support/pod-create-load.ts';
+
+connectTestCluster();
 
 const RENEWALS = 2;
 const RATE = 20;

@@ -26,6 +26,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { containerStatus } from '../support/container-runs.ts';
+import { connectTestCluster } from '../support/kube.ts';
 import { installLeaderhook, setUpWithHook, setUpWithoutHook } from '../support/leaderhook.ts';
 import { clientGoLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
 import type { Recording } from '../support/recorder.ts';
@@ -52,6 +53,8 @@ import {
   waitForSteadyLeader,
   whoLeads,
 } from '../support/takeover.ts';
+
+connectTestCluster();
 
 const out = process.env.LEADERHOOK_FAILOVER_OUT;
 /** The operator's lease duration (test/operators/cmd/client-go-operator). */

@@ -12,9 +12,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { OPERATOR_CONTAINER, operatorManifest, RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
-import { apps, core, type TestNamespace } from '../support/kube.ts';
+import { apps, connectTestCluster, core, type TestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { createOperatorNamespace, INJECTION_LABEL, installLeaderhook, readLflLock } from '../support/leaderhook.ts';
+
+connectTestCluster();
 
 const restarts = (pod: V1Pod, container: string) =>
   [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])].find((s) => s.name === container)?.restartCount ?? 0;

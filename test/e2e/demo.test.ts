@@ -13,9 +13,12 @@ import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { report } from '../../scripts/demo/report.ts';
 import { deleteDemoNamespaces, type Outcome, runDemoScenario } from '../../scripts/demo/scenario.ts';
+import { connectTestCluster } from '../support/kube.ts';
 import { leaseLock, lflLock, RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
 import { assertNoSplitBrain, releaseEvents } from '../support/recording.ts';
 import { installLeaderhook } from '../support/leaderhook.ts';
+
+connectTestCluster();
 
 const suffix = randomBytes(3).toString('hex');
 const names = { with: `demo-with-${suffix}`, without: `demo-without-${suffix}` };

@@ -26,9 +26,11 @@ import { after, before, describe, test } from 'node:test';
 import { lflLock } from '../support/operators.ts';
 import { assertNoSplitBrain, logOf, releaseEvents } from '../support/recording.ts';
 import { createLeaderAndStandby, evictableOperatorPod, type LeaderAndStandby, waitForEviction } from '../support/faults.ts';
-import { core } from '../support/kube.ts';
+import { connectTestCluster, core } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { installLeaderhook } from '../support/leaderhook.ts';
+
+connectTestCluster();
 
 /** How long the deadlock case waits to show that nothing frees the lock. */
 const deadlockWaitMs = 45_000;

@@ -75,8 +75,10 @@ import {
 } from '../support/takeover.ts';
 import type { Recording } from '../support/recorder.ts';
 import { containerStatus } from '../support/container-runs.ts';
-import { core } from '../support/kube.ts';
+import { connectTestCluster, core } from '../support/kube.ts';
 import { holdTerminating, installLeaderhook, releaseTerminating, setUpWithHook, setUpWithoutHook } from '../support/leaderhook.ts';
+
+connectTestCluster();
 
 /** How long the control waits to show that the lock of a pod stuck Terminating is never freed. */
 const stuckControlMs = 40_000;

@@ -19,10 +19,12 @@ import { after, before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { HOOK_CONTAINER_NAME } from '../../src/injector/index.ts';
 import { createCertificateAuthority, issueServingCertificate, WEBHOOK_SERVICE_NAMES } from '../../src/webhook/devcerts.ts';
-import { admissionRegistration, apiStatus, core, createTestNamespace, kubeconfigPath, type TestNamespace } from '../support/kube.ts';
+import { admissionRegistration, apiStatus, connectTestCluster, core, createTestNamespace, kubeconfigPath, type TestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { deleteNamespaceAndWait, INJECTION_LABEL, kubectl, leaderhookImage } from '../support/leaderhook.ts';
 import { chartDir, helm, type KubeObject, objectKey, parseObjects } from '../support/tools.ts';
+
+connectTestCluster();
 
 const NAMESPACE = 'leaderhook-system';
 const RELEASE = 'leaderhook';

@@ -22,9 +22,11 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { type LeaderLock, leaseLock, lflLock, type Scenario, setUpOperator } from '../support/operators.ts';
 import { finishRecording, heartbeatWriters, releaseEvents } from '../support/recording.ts';
 import { deleteLeader, waitForSteadyLeader } from '../support/takeover.ts';
-import { core } from '../support/kube.ts';
+import { connectTestCluster, core } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { grantReleaseHook, INJECTION_LABEL, installLeaderhook } from '../support/leaderhook.ts';
+
+connectTestCluster();
 
 const repo = join(import.meta.dirname, '..', '..');
 const controlPlane = process.env.LEADERHOOK_KUBE_VERSION;

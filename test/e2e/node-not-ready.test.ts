@@ -26,9 +26,11 @@ import { lflLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER } from '../support/
 import { assertNoSplitBrain, heartbeats, splitBrainViolations } from '../support/recording.ts';
 import { createOperatorsNamespace, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
 import { clusterProcessFaultsUnavailable, whileNodeNotReady } from '../support/faults.ts';
-import { core, rbac } from '../support/kube.ts';
+import { connectTestCluster, core, rbac } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { deleteNamespaceAndWait, installLeaderhook } from '../support/leaderhook.ts';
+
+connectTestCluster();
 
 const suffix = Math.random().toString(16).slice(2, 8);
 

@@ -28,12 +28,14 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { version } from '../../src/version.ts';
 import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
-import { admissionRegistration, apiStatus, apps, core, kubeconfigPath, rbac } from '../support/kube.ts';
+import { admissionRegistration, apiStatus, apps, connectTestCluster, core, kubeconfigPath, rbac } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { deleteNamespaceAndWait, requireCertManager } from '../support/leaderhook.ts';
 import { installBlocks } from '../support/install-blocks.ts';
 import { podEvents, pullOutcomes, registryCa, registryHost, registryMissing, removeRepositoryFromNode } from '../support/registry.ts';
 import { goTool, repo } from '../support/tools.ts';
+
+connectTestCluster();
 
 const OPERATOR_NAMESPACE = 'my-operator';
 const releaseDir = process.env.LEADERHOOK_RELEASE_DIR ?? join(repo, 'release', version);

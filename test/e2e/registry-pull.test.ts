@@ -23,7 +23,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { HOOK_CONTAINER_NAME } from '../../src/injector/index.ts';
 import { runCli } from '../support/cli.ts';
 import { createOperator } from '../support/operators.ts';
-import { admissionRegistration, apps, core, createTestNamespace, kubeconfigPath, type TestNamespace } from '../support/kube.ts';
+import { admissionRegistration, apps, connectTestCluster, core, createTestNamespace, kubeconfigPath, type TestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { createOperatorNamespace, deleteNamespaceAndWait, INJECTION_LABEL, installLeaderhook, kubectl, leaderhookImage } from '../support/leaderhook.ts';
 import {
@@ -43,6 +43,8 @@ import {
   stopRegistry,
 } from '../support/registry.ts';
 import { helm } from '../support/tools.ts';
+
+connectTestCluster();
 
 const SYSTEM = 'leaderhook-system';
 const HOOK_FIELD = `spec.initContainers{${HOOK_CONTAINER_NAME}}`;

@@ -8,10 +8,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, type TestContext, test } from 'node:test';
+import { connectTestCluster } from '../support/kube.ts';
 import { type LeaderLock, leaseLock, lflLock, setUpOperator } from '../support/operators.ts';
 import { finishRecording, heartbeatWriters, releaseEvents } from '../support/recording.ts';
 import { waitForSteadyLeader } from '../support/takeover.ts';
 import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, rolloutRestartUntilNewLeader } from '../support/leaderhook.ts';
+
+connectTestCluster();
 
 async function rolloutRestart<L>(t: TestContext, operator: string, lock: LeaderLock<L>): Promise<void> {
   const scenario = await setUpOperator(t, {

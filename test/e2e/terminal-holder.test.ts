@@ -13,10 +13,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
-import { core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
+import { connectTestCluster, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
 import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, readLflLock } from '../support/leaderhook.ts';
+
+connectTestCluster();
 
 const LOCK = 'lfl-operator-lock';
 const DEADLINE_SECONDS = 25;

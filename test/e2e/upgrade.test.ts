@@ -26,11 +26,13 @@ import { HOOK_CONTAINER_NAME } from '../../src/injector/index.ts';
 import { version } from '../../src/version.ts';
 import { type LeaderLock, leaseLock, lflLock, type Scenario, setUpOperator } from '../support/operators.ts';
 import { finishRecording, heartbeatWriters, heartbeats, releaseEvents, waitForRecorded } from '../support/recording.ts';
-import { admissionRegistration, core, kubeconfigPath } from '../support/kube.ts';
+import { admissionRegistration, connectTestCluster, core, kubeconfigPath } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { deleteNamespaceAndWait, grantReleaseHook, INJECTION_LABEL, kubectl, requireCertManager, rolloutRestartUntilNewLeader } from '../support/leaderhook.ts';
 import { podEvents, publish, pullOutcomes, registryCa, registryHost, registryMissing, removeRepositoryFromNode } from '../support/registry.ts';
 import { helm, repo } from '../support/tools.ts';
+
+connectTestCluster();
 
 const NAMESPACE = 'leaderhook-system';
 const INJECTED = 'leaderhook.io/injected';

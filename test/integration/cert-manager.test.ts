@@ -11,9 +11,11 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { admissionRegistration, apiStatus, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
+import { admissionRegistration, apiStatus, connectTestCluster, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { kubectl, requireCertManager } from '../support/leaderhook.ts';
+
+connectTestCluster();
 
 const certificates = path.join(import.meta.dirname, '../../deploy/certificates.yaml');
 const certificatesYaml = readFileSync(certificates, 'utf8');

@@ -8,9 +8,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { runCli } from '../support/cli.ts';
 import { createOperator } from '../support/operators.ts';
-import { apps, core, kubeconfigPath, rbac, type TestNamespace } from '../support/kube.ts';
+import { apps, connectTestCluster, core, kubeconfigPath, rbac, type TestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { createOperatorNamespace, grantReleaseHook, INJECTION_LABEL, installLeaderhook, kubectl } from '../support/leaderhook.ts';
+
+connectTestCluster();
 
 const SYSTEM = 'leaderhook-system';
 /** The RoleBinding grantReleaseHook creates (deploy/operator-rbac/rolebinding.yaml). */

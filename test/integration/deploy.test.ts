@@ -10,9 +10,11 @@ import { after, before, describe, test } from 'node:test';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { certManagerCrdDir } from '../support/cert-manager.ts';
-import { apiStatus, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
+import { apiStatus, connectTestCluster, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { deleteNamespaceAndWait, kubectl, renderWithImage } from '../support/leaderhook.ts';
+
+connectTestCluster();
 
 describe('deploy/ on a real API server', () => {
   before(async () => {

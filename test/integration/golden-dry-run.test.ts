@@ -12,7 +12,9 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { injectPod } from '../../src/injector/index.ts';
 import { settingsFor } from '../support/injection-settings.ts';
-import { apiStatus, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
+import { apiStatus, connectTestCluster, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
+
+connectTestCluster();
 
 const dir = path.join(import.meta.dirname, '../testdata/inject');
 /**

@@ -13,9 +13,11 @@ import { readFile, stat } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { type V1Pod, VersionApi } from '@kubernetes/client-node';
-import { broughtOwnCluster, core, createTestNamespace, kubeConfig, type TestNamespace } from '../support/kube.ts';
+import { broughtOwnCluster, connectTestCluster, core, createTestNamespace, kubeConfig, type TestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { clusterNodes } from '../support/nodes.ts';
+
+connectTestCluster();
 
 const run = promisify(execFile);
 const netns = process.env.LEADERHOOK_NETNS ?? 'leaderhook';

@@ -20,10 +20,12 @@ import { after, before, describe, type TestContext, test } from 'node:test';
 import { annotations } from '../../src/annotations.ts';
 import { finishRecording, loggedBy, releaseEvents, waitForRecorded } from '../support/recording.ts';
 import { waitForTakeover } from '../support/takeover.ts';
-import { core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
+import { connectTestCluster, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
 import { INJECTION_LABEL, installLeaderhook, REQUIRED_INJECTION_LABEL } from '../support/leaderhook.ts';
 import { leadersOn, webhookPodsOn, webhookReady } from '../support/node-leaders.ts';
 import { clusterNodes, drain, fewerNodesThan, uncordon } from '../support/nodes.ts';
+
+connectTestCluster();
 
 const INJECTED = annotations.injected;
 describe('kubectl drain of the leader node, on three nodes', { skip: fewerNodesThan(3) }, () => {

@@ -25,6 +25,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CoreV1Event } from '@kubernetes/client-node';
+import { connectTestCluster } from '../support/kube.ts';
 import { OPERATOR_CONTAINER } from '../support/operators.ts';
 import { finishRecording, heartbeats, lockGone, loggedBy, podGone, splitBrainViolations, waitForRecorded } from '../support/recording.ts';
 import { waitForTakeover } from '../support/takeover.ts';
@@ -44,6 +45,8 @@ import {
   runningContainersOf,
   stopNode,
 } from '../support/nodes.ts';
+
+connectTestCluster();
 
 const released = (c: NodeLeaderCase): Observed<CoreV1Event>[] =>
   c.scenario.recording.events.filter((e) => e.type === 'ADDED' && e.object.reason === 'LeaderLockReleased');

@@ -3,6 +3,8 @@
  * `LEADERHOOK_KUBECONFIG` (bring your own cluster), else the local cluster
  * that `npm run cluster:up` started. Tests of the local cluster run inside its
  * network namespace (test/cluster/in-netns.sh), the only place it is reachable.
+ * Nothing connects on import: each test file, benchmark and script calls
+ * connectTestCluster() once, where a reader sees that it needs a cluster.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
@@ -25,7 +27,6 @@ export const kubeconfigPath = process.env.LEADERHOOK_KUBECONFIG ?? join(clusterS
  * start rather than send a single request there.
  */
 function assertInsideClusterNetns(): void {
-  if (broughtOwnCluster) return;
   const netns = process.env.LEADERHOOK_NETNS ?? 'leaderhook';
   const cluster = statSync(`/run/netns/${netns}`, { throwIfNoEntry: false });
   if (cluster === undefined) {
@@ -36,24 +37,56 @@ function assertInsideClusterNetns(): void {
   }
 }
 
-function loadKubeConfig(): KubeConfig {
-  assertInsideClusterNetns();
-  if (!existsSync(kubeconfigPath)) {
+/**
+ * Stands in for a client until connectTestCluster() is called, so that a
+ * module that forgot to connect fails with a message instead of "undefined".
+ */
+function notConnected<T extends object>(name: string): T {
+  return new Proxy({} as T, {
+    get() {
+      throw new Error(`test/support/kube.ts: ${name} used before connectTestCluster(); call it at the top of the test file, benchmark or script`);
+    },
+  });
+}
+
+export let kubeConfig: KubeConfig = notConnected('kubeConfig');
+export let core: CoreV1Api = notConnected('core');
+export let apps: AppsV1Api = notConnected('apps');
+export let coordination: CoordinationV1Api = notConnected('coordination');
+export let rbac: RbacAuthorizationV1Api = notConnected('rbac');
+export let admissionRegistration: AdmissionregistrationV1Api = notConnected('admissionRegistration');
+let connectedTo: string | undefined;
+
+/**
+ * Connects the clients this module exports to the test cluster: the local
+ * cluster (refused outside its network namespace, before any request), the
+ * cluster of LEADERHOOK_KUBECONFIG, or `kubeconfig` (a tooling test's
+ * scripted API server). Every test file, benchmark and script that talks to
+ * a cluster calls it once at its top; importing this module does nothing.
+ */
+export function connectTestCluster(kubeconfig?: string): KubeConfig {
+  const path = kubeconfig ?? kubeconfigPath;
+  if (connectedTo !== undefined) {
+    if (connectedTo !== path) throw new Error(`test/support/kube.ts: already connected to ${connectedTo}, not ${path}`);
+    return kubeConfig;
+  }
+  if (kubeconfig === undefined && !broughtOwnCluster) assertInsideClusterNetns();
+  if (!existsSync(path)) {
     throw new Error(
-      `no kubeconfig at ${kubeconfigPath}: start the local cluster with \`npm run cluster:up\` or set LEADERHOOK_KUBECONFIG to an existing cluster's kubeconfig`,
+      `no kubeconfig at ${path}: start the local cluster with \`npm run cluster:up\` or set LEADERHOOK_KUBECONFIG to an existing cluster's kubeconfig`,
     );
   }
   const config = new KubeConfig();
-  config.loadFromFile(kubeconfigPath);
+  config.loadFromFile(path);
+  kubeConfig = config;
+  core = config.makeApiClient(CoreV1Api);
+  apps = config.makeApiClient(AppsV1Api);
+  coordination = config.makeApiClient(CoordinationV1Api);
+  rbac = config.makeApiClient(RbacAuthorizationV1Api);
+  admissionRegistration = config.makeApiClient(AdmissionregistrationV1Api);
+  connectedTo = path;
   return config;
 }
-
-export const kubeConfig = loadKubeConfig();
-export const core = kubeConfig.makeApiClient(CoreV1Api);
-export const apps = kubeConfig.makeApiClient(AppsV1Api);
-export const coordination = kubeConfig.makeApiClient(CoordinationV1Api);
-export const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-export const admissionRegistration = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
 
 /** The HTTP status of a failed API call, or undefined for any other error. */
 export function apiStatus(error: unknown): number | undefined {

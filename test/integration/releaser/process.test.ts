@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { connectTestCluster } from '../../support/kube.ts';
 import {
   admin,
   configMapGone,
@@ -23,6 +24,8 @@ import {
   waitFor,
 } from './harness.ts';
 import { compile, type HookProcess, rssAnonKiB, startHookProcess } from './hook-process.ts';
+
+connectTestCluster();
 
 describe('release hook process', { skip: skipReason }, () => {
   let node: string;

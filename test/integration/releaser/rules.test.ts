@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KubeClient } from '../../../src/kube/client.ts';
 import type { Lease, Pod } from '../../../src/kube/types.ts';
+import { connectTestCluster } from '../../support/kube.ts';
 import {
   admin,
   configMapGone,
@@ -30,6 +31,8 @@ import {
   type TestNamespace,
   waitFor,
 } from './harness.ts';
+
+connectTestCluster();
 
 const report: string[] = [];
 const note = (line: string) => {

@@ -14,6 +14,8 @@ import { after, before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { createCertificateAuthority, issueServingCertificate } from '../../../src/webhook/devcerts.ts';
 import { type Answer, type FakeApiServer, type FakeRequest, json, openWatch, startFakeApiServer, watchEvent } from '../../support/fake-api-server.ts';
+import { connectTestCluster } from '../../support/kube.ts';
+import { startRecording } from '../../support/recorder.ts';
 import { waitFor } from '../../support/wait.ts';
 
 const NS = 'rec';
@@ -77,7 +79,6 @@ function until(description: string, check: () => boolean, timeoutMs = 10_000): P
 describe('recorder against a scripted API server', () => {
   let api: FakeApiServer;
   let dir: string;
-  let recorder: typeof import('../../support/recorder.ts');
 
   before(async () => {
     const ca = await createCertificateAuthority('recorder test CA');
@@ -96,9 +97,7 @@ describe('recorder against a scripted API server', () => {
         'current-context': 'scripted',
       }),
     );
-    // test/support/kube.ts reads the kubeconfig when it is first imported.
-    process.env.LEADERHOOK_KUBECONFIG = kubeconfig;
-    recorder = await import('../../support/recorder.ts');
+    connectTestCluster(kubeconfig);
   });
 
   after(() => {
@@ -127,7 +126,7 @@ describe('recorder against a scripted API server', () => {
       (_request, response) => json(response, 200, { metadata: { resourceVersion: '10' }, items: [] }),
       (_request, response) => json(response, 200, { metadata: { resourceVersion: '31' }, items: [heartbeat('30', 4), lockObject('25')] }),
     );
-    const recording = await recorder.startRecording(NS, [], [lock]);
+    const recording = await startRecording(NS, [], [lock]);
     try {
       await until('the event after the relist', () => recording.configMaps.some((event) => event.rv === 32n));
       assert.deepEqual(
@@ -162,7 +161,7 @@ describe('recorder against a scripted API server', () => {
     api.script('watch pods', events([{ type: 'ADDED', object: first }], false));
     // Run 0, followed: two lines, then it crashes; the stream reaches a line of the next run's process.
     api.script('log operator current', logLines([line('p1', 'trying', 1), line('p1', 'became leader', 2), line('p2', 'trying', 9)]));
-    const recording = await recorder.startRecording(NS, ['operator'], [lock]);
+    const recording = await startRecording(NS, ['operator'], [lock]);
     try {
       await until('run 0 followed', () => recording.logs.length >= 2);
       // The kubelet restarts the container: run 0's log is now the previous one, run 1's the current one.
