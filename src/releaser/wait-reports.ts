@@ -5,7 +5,7 @@
  * remedies). Every interval it re-reads each holder live, which may release.
  */
 import type { Pod } from '../kube/types.ts';
-import type { HookContext } from './context.ts';
+import type { ContextWithoutClient } from './context.ts';
 import type { EventRecorder } from './events.ts';
 import type { ForeignLockView } from './foreign-lock-view.ts';
 import type { ForeignLocks } from './foreign-locks.ts';
@@ -13,7 +13,7 @@ import type { OwnLocks } from './own-locks.ts';
 import { notFound, sameWorkload } from './rules.ts';
 
 export class WaitReporter {
-  readonly #ctx: HookContext;
+  readonly #ctx: ContextWithoutClient;
   readonly #events: EventRecorder;
   readonly #foreign: Pick<ForeignLocks, 'tracked' | 'evaluate' | 'isCurrent'>;
   readonly #own: Pick<OwnLocks, 'lockName' | 'holdsLock'>;
@@ -24,7 +24,7 @@ export class WaitReporter {
   #timer: NodeJS.Timeout | undefined;
 
   constructor(
-    ctx: HookContext,
+    ctx: ContextWithoutClient,
     events: EventRecorder,
     sources: { foreign: Pick<ForeignLocks, 'tracked' | 'evaluate' | 'isCurrent'>; own: Pick<OwnLocks, 'lockName' | 'holdsLock'> },
     intervalMs: number,
