@@ -54,7 +54,6 @@ async function fill(ns: string, count: number): Promise<void> {
         method: 'POST',
         path: `/api/v1/namespaces/${ns}/configmaps`,
         body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `data-${i}` }, data: { blob } },
-        timeoutMs: 60_000,
       });
     }
   };
@@ -107,5 +106,4 @@ try {
   }
 } finally {
   await deleteNode(node);
-  (await admin()).close();
 }

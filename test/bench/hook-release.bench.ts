@@ -12,7 +12,6 @@
  */
 import { parseArgs } from 'node:util';
 import {
-  admin,
   configMapGone,
   createFakeNode,
   createLease,
@@ -81,5 +80,4 @@ try {
 } finally {
   await ns.cleanup();
   await deleteNode(node);
-  (await admin()).close();
 }

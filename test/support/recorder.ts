@@ -21,12 +21,12 @@
  * been replaced.
  */
 import type { IncomingMessage } from 'node:http';
-import https from 'node:https';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type CoreV1Event, type V1ConfigMap, type V1Lease, type V1Pod, type V1Status, Watch } from '@kubernetes/client-node';
 import { type ContainerRun, describeRun, runKey, runsOf, whereIsRun } from './container-runs.ts';
 import { kubeConfig } from './kube.ts';
+import { readBody, sendApiRequest } from './raw-api.ts';
 import { relistChanges } from './relist.ts';
 import type { LockUnderTest, ObservedWrite } from './split-brain.ts';
 
@@ -85,43 +85,17 @@ export function parseTime(value: string): number {
 // The API, read with the kubeconfig's credentials
 
 /**
- * GET `path` with `query`, answered with 200; any other status is an error
- * that carries the server's message. Plain node:https rather than
+ * GET `path` with `query` through test/support/raw-api.ts rather than
  * client-node's Log, whose stream has no error handler (a connection reset
  * would be an uncaught exception), or its typed lists, which turn times into
  * Date objects where watch events carry strings.
  */
-async function get(path: string, query: Record<string, string>, signal: AbortSignal): Promise<IncomingMessage> {
-  const cluster = kubeConfig.getCurrentCluster();
-  if (!cluster) throw new Error('kubeconfig has no current cluster');
-  const url = new URL(`${cluster.server}${path}`);
-  for (const [key, value] of Object.entries(query)) url.searchParams.set(key, value);
-  const options: https.RequestOptions = { signal };
-  await kubeConfig.applyToHTTPSOptions(options);
-  return new Promise((resolve, reject) => {
-    const request = https.get(url, options, (response) => {
-      if (response.statusCode === 200) {
-        resolve(response);
-        return;
-      }
-      let body = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      response.on('end', () => reject(new Error(`GET ${url.pathname}${url.search}: HTTP ${response.statusCode}: ${body.slice(0, 300)}`)));
-      response.on('error', reject);
-    });
-    request.on('error', reject);
-  });
+function get(path: string, query: Record<string, string>, signal: AbortSignal): Promise<IncomingMessage> {
+  return sendApiRequest('GET', path, { query, signal });
 }
 
 async function getJson<T>(path: string, query: Record<string, string>, signal: AbortSignal): Promise<T> {
-  const response = await get(path, query, signal);
-  response.setEncoding('utf8');
-  let body = '';
-  for await (const chunk of response) body += chunk;
-  return JSON.parse(body) as T;
+  return JSON.parse(await readBody(await get(path, query, signal))) as T;
 }
 
 /** Streams the lines of a pod's log (`query`: container, follow, previous) into `onLine` until the server ends it or `signal` aborts it. */

@@ -1,5 +1,7 @@
 /**
- * What the release hook's cluster tests share: an admin client, one test
+ * What the release hook's cluster tests share: an admin client (the test
+ * kubeconfig's, through test/support/raw-api.ts, so that no setup or check
+ * goes through src/kube, the client under test), one test
  * namespace per case with the documented Role bound to a service account,
  * a Node object that no kubelet serves (pods bound to it keep whatever
  * status the test writes, and a graceful delete leaves them Terminating),
@@ -13,20 +15,15 @@ import { parse, parseAllDocuments } from 'yaml';
 import { pino } from 'pino';
 import { createKubeClient, type KubeClient } from '../../../src/kube/client.ts';
 import { kubeconfigConfig } from '../../../src/kube/config.ts';
-import { isNotFound } from '../../../src/kube/errors.ts';
 import type { ConfigMap, KubeEvent, Lease, List, Pod } from '../../../src/kube/types.ts';
 import { type ReleaserOptions, type RunningReleaser, runReleaser } from '../../../src/releaser/releaser.ts';
 import { broughtOwnCluster, clusterStateDir, kubeconfigPath } from '../../support/kube.ts';
+import { apiRequest, isNotFoundAnswer } from '../../support/raw-api.ts';
 import { waitFor as poll } from '../../support/wait.ts';
 
-/**
- * The cluster of every test that talks to one, chosen and guarded in one
- * place: test/support/kube.ts refuses to load outside the local cluster's
- * network namespace (unless LEADERHOOK_KUBECONFIG names a cluster of one's
- * own), before any request can leave for an address of the machine's network.
- */
+/** The admin kubeconfig, which the hook's own kubeconfigs copy the cluster entry from. */
 export { kubeconfigPath } from '../../support/kube.ts';
-/** Kept for the describe() calls: the guard above already refused to run where no cluster is. */
+/** Kept for the describe() calls: each test file's connectTestCluster() already refused to run where no cluster is. */
 export const skipReason: string | undefined = undefined;
 
 /** The Role and RoleBinding users install (deploy/operator-rbac); the binding's subject is set per namespace. */
@@ -36,9 +33,22 @@ const roleDocs = ['role.yaml', 'rolebinding.yaml'].flatMap((file) =>
 
 export const pauseImage = process.env.LEADERHOOK_PAUSE_IMAGE ?? 'leaderhook.local/pause:3.10';
 
-let adminClient: KubeClient | undefined;
-export async function admin(): Promise<KubeClient> {
-  if (!adminClient) adminClient = createKubeClient(await kubeconfigConfig(kubeconfigPath as string));
+/** The few calls the tests make as cluster admin; errors are ApiRequestErrors (status and message). */
+export interface AdminClient {
+  request<T = unknown>(call: { method: string; path: string; body?: unknown }): Promise<T>;
+  getPod(namespace: string, name: string): Promise<Pod>;
+  getConfigMap(namespace: string, name: string): Promise<ConfigMap>;
+  getLease(namespace: string, name: string): Promise<Lease>;
+}
+
+const adminClient: AdminClient = {
+  request: ({ method, path, body }) => apiRequest(method, path, body),
+  getPod: (namespace, name) => apiRequest('GET', `/api/v1/namespaces/${namespace}/pods/${name}`),
+  getConfigMap: (namespace, name) => apiRequest('GET', `/api/v1/namespaces/${namespace}/configmaps/${name}`),
+  getLease: (namespace, name) => apiRequest('GET', `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${name}`),
+};
+
+export async function admin(): Promise<AdminClient> {
   return adminClient;
 }
 
@@ -288,7 +298,7 @@ export async function configMapGone(ns: string, name: string): Promise<boolean> 
     await kube.getConfigMap(ns, name);
     return false;
   } catch (err) {
-    if (isNotFound(err)) return true;
+    if (isNotFoundAnswer(err)) return true;
     throw err;
   }
 }

@@ -40,7 +40,6 @@ describe('release hook process', { skip: skipReason }, () => {
     if (child && child.process.exitCode === null) child.process.kill('SIGKILL');
     await ns?.cleanup();
     await deleteNode(node);
-    (await admin()).close();
   });
 
   it('idles small, then on SIGTERM frees the lock and the Lease and exits 0', async () => {

@@ -54,7 +54,6 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
   after(async () => {
     for (const c of cleanups.reverse()) await c().catch(() => {});
     await deleteNode(node);
-    (await admin()).close();
     if (report.length) process.stdout.write(`\n# release hook measurements\n${report.map((l) => `#   ${l}`).join('\n')}\n`);
   });
 
