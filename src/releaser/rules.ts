@@ -54,6 +54,10 @@ export function isConfigMapLock(cm: ConfigMap | undefined): boolean {
 export function isOwnLease(lease: Lease | undefined, podName: string): boolean {
   const holder = lease?.spec?.holderIdentity;
   if (!holder || !podName) return false;
+  // A Lease with a strategy is one the API server elects its holder for
+  // (coordinated leader election): not the holder's to give up
+  // (docs/design.md#leases-r1-only).
+  if (lease?.spec?.strategy) return false;
   return holder === podName || holder.startsWith(`${podName}_`);
 }
 

@@ -107,6 +107,10 @@ describe('isOwnLease', () => {
     assert.equal(isOwnLease(lease('node-1_4f1c'), 'op-0'), false);
     assert.equal(isOwnLease(lease('node-1'), 'op-0'), false);
   });
+  it('refuses a Lease of coordinated leader election (spec.strategy set), whose holder the API server picks', () => {
+    const coordinated: Lease = { metadata: { name: 'l' }, spec: { holderIdentity: 'op-0', strategy: 'OldestEmulationVersion' } };
+    assert.equal(isOwnLease(coordinated, 'op-0'), false);
+  });
   it('refuses empty holders and empty pod names', () => {
     assert.equal(isOwnLease(lease(''), 'op-0'), false);
     assert.equal(isOwnLease(lease(undefined), 'op-0'), false);
