@@ -5,7 +5,7 @@
  * and judged. docs/failover.md and docs/failover.svg (failover-report.ts) are
  * drawn from these numbers alone.
  */
-import { type FailoverRecord, type PHASES, RELEASED_BY_R1, type RunRecord, SCENARIOS, type TrialRecord } from './failover-trials.ts';
+import { type FailoverRecord, LEASE_OPERATORS, type PHASES, RELEASED_BY_R1, type RunRecord, SCENARIOS, type TrialRecord } from './failover-trials.ts';
 import { percentile } from './stats.ts';
 
 export interface Run {
@@ -118,7 +118,7 @@ function lockGoneTargets(trials: readonly TrialRecord[]): TargetResult[] {
 
 function leaseSpeedupTargets(trials: readonly TrialRecord[]): TargetResult[] {
   const target = `Lease: new leader p50 ≥ ${LEASE_SPEEDUP_AT_P50}× sooner than without leaderhook`;
-  const scenarios = scenariosOf(trials).filter((scenario) => trials.some((trial) => trial.scenario === scenario && trial.operator === 'lease-operator'));
+  const scenarios = scenariosOf(trials).filter((scenario) => trials.some((trial) => trial.scenario === scenario && LEASE_OPERATORS.includes(trial.operator)));
   if (scenarios.length === 0) return [{ target, scope: 'no Lease scenario in this run', measured: '—', verdict: 'not measured' }];
   return scenarios.map((scenario) => {
     const withHook = trialsOf(trials, scenario, true);

@@ -7,19 +7,20 @@
  * namespace: everything here is per operator (pods by name prefix, the lock
  * by name), never "any pod of the namespace".
  */
+import type { V1Lease } from '@kubernetes/client-node';
 import { core } from './kube.ts';
 import { waitFor } from './wait.ts';
 import { deleteNamespaceAndWait, grantReleaseHook, INJECTION_LABEL } from './leaderhook.ts';
-import { applyOperatorRbac, createOperator, type LeaderLock, leaseLock, lflLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER, record } from './operators.ts';
+import { applyOperatorRbac, createOperator, type LeaderLock, leaderLockOf, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER, record } from './operators.ts';
 import { heartbeats, hookSignalTime, lastRenewal, logOf, loggedBy, operatorExited, releaseEvents, waitForRecorded } from './recording.ts';
 import { type Mark, mark } from './timeline.ts';
 import { waitForNewLeaderRunning, waitForTakeover } from './takeover.ts';
 import type { Recording } from './recorder.ts';
 
-export type OperatorName = 'lfl-operator' | 'lease-operator';
+export type OperatorName = 'lfl-operator' | 'lease-operator' | 'client-go-operator';
 
 export function lockOf(operator: OperatorName): LeaderLock<unknown> {
-  return (operator === 'lfl-operator' ? lflLock : leaseLock) as LeaderLock<unknown>;
+  return leaderLockOf(operator) as LeaderLock<unknown>;
 }
 
 export interface OperatorsNamespace {
@@ -185,9 +186,10 @@ export function releasedByHook(recording: Recording, leader: string): string | u
 }
 
 function notReleasedByHook(recording: Recording, operator: OperatorName, leader: string): string {
-  return operator === 'lfl-operator'
+  const lock = leaderLockOf(operator);
+  return lock.kind === 'ConfigMap'
     ? 'garbage collector (after the pod object was gone)'
-    : `Lease ran out (last renewal + ${lastRenewal(recording, leaseLock, leader).durationSeconds ?? '?'} s)`;
+    : `Lease ran out (last renewal + ${lastRenewal(recording, lock as LeaderLock<V1Lease>, leader).durationSeconds ?? '?'} s)`;
 }
 
 function podGoneAt(recording: Recording, pod: string): number | undefined {
@@ -200,13 +202,13 @@ function podGoneAt(recording: Recording, pod: string): number | undefined {
  * released the Lease, the moment it ran out, which no write records.
  */
 function lockFreedAt(recording: Recording, operator: OperatorName, leader: string, since: number, takenAt: number | undefined): number | undefined {
-  if (operator === 'lfl-operator') {
-    return lflLock.events(recording).find((event) => event.at > since && event.type === 'DELETED')?.at;
+  const lock = leaderLockOf(operator);
+  if (lock.kind === 'ConfigMap') {
+    return lock.events(recording).find((event) => event.at > since && event.type === 'DELETED')?.at;
   }
-  const leaderless = leaseLock
-    .events(recording)
-    .find((event) => event.at > since && event.type !== 'DELETED' && leaseLock.holderOf(event.object) === undefined);
+  const lease = lock as LeaderLock<V1Lease>;
+  const leaderless = lease.events(recording).find((event) => event.at > since && event.type !== 'DELETED' && lease.holderOf(event.object) === undefined);
   if (leaderless) return leaderless.at;
   if (takenAt === undefined) return undefined;
-  return Math.min(lastRenewal(recording, leaseLock, leader).expiresAt ?? takenAt, takenAt);
+  return Math.min(lastRenewal(recording, lease, leader).expiresAt ?? takenAt, takenAt);
 }

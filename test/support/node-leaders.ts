@@ -14,8 +14,7 @@ import { core } from './kube.ts';
 import { waitFor } from './wait.ts';
 import { grantReleaseHook, INJECTION_LABEL, kubectl } from './leaderhook.ts';
 import { onlySchedulable } from './nodes.ts';
-
-export type OperatorName = 'lfl-operator' | 'lease-operator';
+import type { OperatorName } from './failover-trial.ts';
 
 export interface NodeLeaderCase {
   operator: OperatorName;
@@ -57,7 +56,7 @@ export async function leadersOn(
     for (const operator of operators) {
       for (const withLeaderhook of modes) {
         const scenario = await setUpOperator(t, {
-          prefix: `${prefix}-${operator === 'lfl-operator' ? 'lfl' : 'lease'}-${withLeaderhook ? 'with' : 'without'}`,
+          prefix: `${prefix}-${operator.replace(/-operator$/, '')}-${withLeaderhook ? 'with' : 'without'}`,
           operator,
           options: { shape: 'deployment', withoutPodNameEnv: withLeaderhook, replicas: 1, affinity: apartFrom(operator) },
           labels: withLeaderhook ? INJECTION_LABEL : {},
