@@ -85,6 +85,8 @@ export interface KubeClient {
   listLeases(ns: string, opts?: ListOptions): Promise<List<Lease>>;
   /** PUT: the API rejects it with 409 unless metadata.resourceVersion is still current. */
   updateLease(ns: string, lease: Lease, opts?: RequestOptions): Promise<Lease>;
+  /** Deletes only the Lease these preconditions describe; 409 when it changed or was re-created. */
+  deleteLease(ns: string, name: string, preconditions: Preconditions, opts?: RequestOptions): Promise<void>;
   createEvent(ns: string, event: KubeEvent, opts?: RequestOptions): Promise<KubeEvent>;
   createSelfSubjectAccessReview(review: SelfSubjectAccessReview, opts?: RequestOptions): Promise<SelfSubjectAccessReview>;
   /** Closes idle keep-alive sockets. */
@@ -99,6 +101,16 @@ function listQuery(opts: ListOptions | undefined): ApiRequest['query'] {
     continue: opts?.continue,
     resourceVersion: opts?.resourceVersion,
   };
+}
+
+/** A DELETE guarded by preconditions (docs/design.md#live-reads-and-guarded-writes). */
+async function deleteWith(
+  request: <T>(req: ApiRequest) => Promise<T>,
+  path: string,
+  preconditions: Preconditions,
+  opts: RequestOptions | undefined,
+): Promise<void> {
+  await request<unknown>({ method: 'DELETE', path, body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions }, ...opts });
 }
 
 /**
@@ -118,14 +130,7 @@ export function createKubeClient(config: ClusterConfig): KubeClient {
     getConfigMap: (ns, name, opts) => request<ConfigMap>({ method: 'GET', path: paths.configMap(ns, name), ...opts }),
     listConfigMapsMetadata: (ns, opts) =>
       request<List<ConfigMap>>({ method: 'GET', path: paths.configMaps(ns), query: listQuery(opts), accept: metadataAccept.list, ...pickRequest(opts) }),
-    deleteConfigMap: async (ns, name, preconditions, opts) => {
-      await request<unknown>({
-        method: 'DELETE',
-        path: paths.configMap(ns, name),
-        body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions },
-        ...opts,
-      });
-    },
+    deleteConfigMap: (ns, name, preconditions, opts) => deleteWith(request, paths.configMap(ns, name), preconditions, opts),
     getLease: (ns, name, opts) => request<Lease>({ method: 'GET', path: paths.lease(ns, name), ...opts }),
     listLeases: (ns, opts) => request<List<Lease>>({ method: 'GET', path: paths.leases(ns), query: listQuery(opts), ...pickRequest(opts) }),
     updateLease: (ns, lease, opts) => {
@@ -133,6 +138,7 @@ export function createKubeClient(config: ClusterConfig): KubeClient {
       if (!name) return Promise.reject(new Error(`updating a Lease in ${ns}: metadata.name is empty`));
       return request<Lease>({ method: 'PUT', path: paths.lease(ns, name), body: lease, ...opts });
     },
+    deleteLease: (ns, name, preconditions, opts) => deleteWith(request, paths.lease(ns, name), preconditions, opts),
     createEvent: (ns, event, opts) => request<KubeEvent>({ method: 'POST', path: paths.events(ns), body: event, ...opts }),
     createSelfSubjectAccessReview: (review, opts) =>
       request<SelfSubjectAccessReview>({ method: 'POST', path: paths.selfSubjectAccessReviews(), body: review, ...opts }),

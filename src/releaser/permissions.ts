@@ -6,7 +6,7 @@ import { REQUEST_TIMEOUT_MS } from './request-timeout.ts';
 /** What the hook needs in its own namespace (docs/design.md#what-the-hook-needs), and what it cannot do without each. */
 export const requiredPermissions = [
   { group: '', resource: 'configmaps', verbs: ['get', 'list', 'watch', 'delete'] },
-  { group: 'coordination.k8s.io', resource: 'leases', verbs: ['get', 'list', 'watch', 'update'] },
+  { group: 'coordination.k8s.io', resource: 'leases', verbs: ['get', 'list', 'watch', 'update', 'delete'] },
   { group: '', resource: 'pods', verbs: ['get', 'watch'] },
   { group: '', resource: 'events', verbs: ['create'] },
 ] as const;
@@ -75,6 +75,7 @@ export function permissionEffects(perms: Permissions): string[] {
   if (!can(perms, 'configmaps', 'get')) effects.push('a pinned ConfigMap lock cannot be read on SIGTERM');
   if (!can(perms, 'leases', 'list') || !can(perms, 'leases', 'watch')) effects.push('Leases are not watched: own Leases found by a list on SIGTERM only');
   if (!can(perms, 'leases', 'get') || !can(perms, 'leases', 'update')) effects.push('Leases cannot be released');
+  if (!can(perms, 'leases', 'delete')) effects.push('Leases owned by a pod cannot be released: garbage collection frees them');
   if (!can(perms, 'pods', 'get')) effects.push('no release at all: every release needs a live read of the pod');
   if (!can(perms, 'pods', 'watch')) effects.push('holder pods are re-checked only every wait-report interval');
   if (!can(perms, 'events', 'create')) effects.push('no Events: releases and waits are only logged');

@@ -440,7 +440,7 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
       await h.releaser.ready;
       const warn = logsWith(h.logs, (l) => /^missing permissions/.test(l.msg))[0];
       assert.ok(warn, 'missing permissions logged');
-      for (const m of ['configmaps delete', 'leases get', 'leases update', 'pods watch', 'events create']) {
+      for (const m of ['configmaps delete', 'leases get', 'leases update', 'leases delete', 'pods watch', 'events create']) {
         assert.ok((warn.missing as string[]).includes(m), `reports ${m}`);
       }
       await deletePod(ns.name, 'op-0', 30);
@@ -456,7 +456,7 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
     it('a Warning Event on the hook pod names what is missing and what it disables', async () => {
       const ns = await namespace('lh-perm-event', [
         { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] },
-        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'update'] },
+        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'update', 'delete'] },
         { apiGroups: [''], resources: ['pods'], verbs: ['get', 'watch'] },
         { apiGroups: [''], resources: ['events'], verbs: ['create'] },
       ]);
