@@ -5,51 +5,28 @@
  * are its handlers, each with its own state; neither calls the other.
  */
 import { metadataAccept, paths } from '../kube/client.ts';
-import type { ConfigMap, OwnerReference } from '../kube/types.ts';
+import type { ConfigMap } from '../kube/types.ts';
 import { startWatch, type Watcher } from '../kube/watch.ts';
 import { allowed, type HookContext } from './context.ts';
+import { LockStore } from './lock-store.ts';
 import { lockCandidateOwner } from './rules.ts';
 
-/** A part of the hook that follows the lock candidates, like an informer's event handler. */
-export interface LockHandler {
-  /** A lock candidate: a ConfigMap (metadata, or a full object read live) with a single Pod owner, not on its way out. */
-  upsert(cm: ConfigMap, owner: OwnerReference): void;
-  /** The ConfigMap is gone, on its way out, or no lock candidate any more. */
-  remove(name: string): void;
-}
+export type { LockHandler, LockSource } from './lock-store.ts';
 
-/** What a handler may ask of the cache: to be told of every change, and to take in what a live read found. */
-export interface LockSource {
-  subscribe(handler: LockHandler): void;
-  /** A live read saw a newer version than the watch delivered: every handler sorts it again. */
-  put(cm: ConfigMap): void;
-}
-
-export class LockCache implements LockSource {
+export class LockCache extends LockStore {
   readonly #ctx: HookContext;
-  readonly #handlers: LockHandler[] = [];
-  readonly #ownerUidByName = new Map<string, string>();
-  readonly #namesByOwnerUid = new Map<string, Set<string>>();
   /** The pinned lock name (the option, then at start the annotation, else the option); undefined when discovering. */
   #lockName: string | undefined;
   #lockWatch: Watcher | undefined;
 
   constructor(ctx: HookContext, pinnedLockName: string | undefined) {
+    super(lockCandidateOwner);
     this.#ctx = ctx;
     this.#lockName = pinnedLockName;
   }
 
-  subscribe(handler: LockHandler): void {
-    this.#handlers.push(handler);
-  }
-
   get lockName(): string | undefined {
     return this.#lockName;
-  }
-
-  /** The names of the lock candidates owned by `uid`, as the watch last saw them. */
-  ownedBy(uid: string): string[] {
-    return [...(this.#namesByOwnerUid.get(uid) ?? [])];
   }
 
   /** Whether the ConfigMap watch has listed and is connected: only then is the store complete. */
@@ -75,36 +52,6 @@ export class LockCache implements LockSource {
     return this.#lockWatch?.done ?? Promise.resolve();
   }
 
-  put(cm: ConfigMap): void {
-    const name = cm.metadata?.name as string;
-    const owner = lockCandidateOwner(cm);
-    // A lock already marked for deletion (by GC, a foreground delete) is on
-    // its way out; deleting it again would change nothing.
-    if (!owner || cm.metadata?.deletionTimestamp) {
-      this.#remove(name);
-      return;
-    }
-    this.#unindex(name);
-    this.#ownerUidByName.set(name, owner.uid);
-    const names = this.#namesByOwnerUid.get(owner.uid) ?? new Set<string>();
-    this.#namesByOwnerUid.set(owner.uid, names.add(name));
-    for (const handler of this.#handlers) handler.upsert(cm, owner);
-  }
-
-  #remove(name: string): void {
-    this.#unindex(name);
-    for (const handler of this.#handlers) handler.remove(name);
-  }
-
-  #unindex(name: string): void {
-    const uid = this.#ownerUidByName.get(name);
-    if (uid === undefined) return;
-    this.#ownerUidByName.delete(name);
-    const names = this.#namesByOwnerUid.get(uid);
-    names?.delete(name);
-    if (names?.size === 0) this.#namesByOwnerUid.delete(uid);
-  }
-
   #watchLocks(listed: () => void): void {
     const ctx = this.#ctx;
     if (!allowed(ctx, 'configmaps', 'list') || !allowed(ctx, 'configmaps', 'watch')) {
@@ -127,22 +74,10 @@ export class LockCache implements LockSource {
       },
       {
         onList: (items) => {
-          const seen = new Set<string>();
-          for (const cm of items) {
-            const name = cm.metadata?.name;
-            if (!name) continue;
-            seen.add(name);
-            this.put(cm);
-          }
-          for (const name of [...this.#ownerUidByName.keys()]) if (!seen.has(name)) this.#remove(name);
+          this.replace(items);
           listed();
         },
-        onEvent: (type, cm) => {
-          const name = cm.metadata?.name;
-          if (!name) return;
-          if (type === 'DELETED') this.#remove(name);
-          else this.put(cm);
-        },
+        onEvent: (type, cm) => this.apply(type, cm),
         onHealth: (up) => ctx.metrics.watchUp('configmaps', up),
       },
     );

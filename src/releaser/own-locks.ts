@@ -5,11 +5,12 @@
  * pod holds, hands them to the SIGTERM path.
  */
 import { isNotFound } from '../kube/errors.ts';
-import type { ConfigMap, Lease, OwnerReference } from '../kube/types.ts';
+import type { ConfigMap, OwnerReference } from '../kube/types.ts';
 import { allowed, backgroundRequest, type ContextWithoutClient, type OwnLockClient } from './context.ts';
-import type { HeldLeases } from './held-leases.ts';
+import { type HeldLeases, type OwnLeases, ownLeases } from './held-leases.ts';
 import type { LockCache, LockHandler } from './lock-cache.ts';
-import { isOwnLease, lockCandidateOwner, lockOwner } from './rules.ts';
+import type { LockObject } from './lock-kinds.ts';
+import { lockCandidateOwner, lockOwner } from './rules.ts';
 import type { OwnCandidates } from './terminate.ts';
 
 /**
@@ -60,7 +61,8 @@ export class OwnLocks implements OwnCandidates, LockHandler {
     return { locks: [...this.#locks.keys()], leases: this.#leases.names() };
   }
 
-  upsert(cm: ConfigMap, owner: OwnerReference): void {
+  upsert(obj: LockObject, owner: OwnerReference): void {
+    const cm = obj as ConfigMap;
     const name = cm.metadata?.name as string;
     if (owner.uid !== this.#ctx.podUid) {
       this.#locks.delete(name);
@@ -136,13 +138,13 @@ export class OwnLocks implements OwnCandidates, LockHandler {
     return [...known, ...read.filter(mine)];
   }
 
-  /** The own Leases: the watch's when it is connected, else a list (when the hook may list them). */
-  async leases(signal: AbortSignal): Promise<Lease[]> {
+  /** The own Leases: the watch's when it is connected, else one list (when the hook may list them). */
+  async leases(signal: AbortSignal): Promise<OwnLeases> {
     const ctx = this.#ctx;
     const held = this.#leases.current();
     if (held) return held;
-    if (!allowed(ctx, 'leases', 'list')) return [];
+    if (!allowed(ctx, 'leases', 'list')) return { byIdentity: [], byOwner: [] };
     const list = await this.#client.listLeases(ctx.ns, { signal, timeoutMs: this.#releaseTimeoutMs });
-    return list.items.filter((l) => isOwnLease(l, ctx.podName));
+    return ownLeases(list.items, ctx);
   }
 }

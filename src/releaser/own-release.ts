@@ -7,10 +7,12 @@
  */
 import type { KubeClient } from '../kube/client.ts';
 import { isNotFound } from '../kube/errors.ts';
-import type { ConfigMap, Lease, Pod } from '../kube/types.ts';
+import type { ConfigMap, Pod } from '../kube/types.ts';
 import type { ContextWithoutClient } from './context.ts';
 import type { EventRecorder } from './events.ts';
-import { type LockWriteOutcome, type OwnLockWriter, releaseOwnConfigMap, releaseOwnLease } from './release-as-read.ts';
+import type { OwnLeases } from './held-leases.ts';
+import { configMapLocks, leaseLocks } from './lock-kinds.ts';
+import { type LockWriteOutcome, type OwnLockWriter, releaseOwnLease, releaseOwnLock } from './release-as-read.ts';
 import type { TerminateResult } from './releaser.ts';
 import { decideOwnRelease, leaseIdentityIsPodName, observeMode } from './rules.ts';
 
@@ -18,8 +20,8 @@ import { decideOwnRelease, leaseIdentityIsPodName, observeMode } from './rules.t
 export interface OwnCandidates {
   /** The own ConfigMap locks, in full (a version known to carry no data). */
   locks(signal: AbortSignal): Promise<ConfigMap[]>;
-  /** The own Leases. */
-  leases(signal: AbortSignal): Promise<Lease[]>;
+  /** The own Leases: held by identity, and owned by this pod's UID. */
+  leases(signal: AbortSignal): Promise<OwnLeases>;
 }
 
 /** What R1 asks of the API: the own pod, and a read and a guarded write of each own lock. */
@@ -102,14 +104,18 @@ export class OwnRelease {
       }
     };
     try {
-      for (const cm of await cmsP) work.push(one('ConfigMap', cm.metadata?.name as string, () => releaseOwnConfigMap(client, ctx, cm, opts)));
+      for (const cm of await cmsP) work.push(one('ConfigMap', cm.metadata?.name as string, () => releaseOwnLock(client, ctx, configMapLocks, cm, opts)));
     } catch (err) {
       warn({ err }, 'R1: finding own ConfigMap locks failed');
       result.failed.push(`finding own ConfigMap locks: ${(err as Error).message}`);
     }
     try {
-      const leases = pod && leaseIdentityIsPodName(pod) ? await leasesP : [];
-      for (const lease of leases) work.push(one('Lease', lease.metadata?.name as string, () => releaseOwnLease(client, ctx, lease, opts)));
+      const { byIdentity, byOwner } = await leasesP;
+      // owned by this pod's UID: deleted like its ConfigMap lock (docs/design.md#leases-owned-by-a-pod)
+      for (const lease of byOwner) work.push(one('Lease', lease.metadata?.name as string, () => releaseOwnLock(client, ctx, leaseLocks, lease, opts)));
+      // an identity tells this pod apart only when its hostname is its name (docs/design.md#leases-held-by-identity)
+      const held = pod && leaseIdentityIsPodName(pod) ? byIdentity : [];
+      for (const lease of held) work.push(one('Lease', lease.metadata?.name as string, () => releaseOwnLease(client, ctx, lease, opts)));
     } catch (err) {
       warn({ err }, 'R1: finding own Leases failed');
       result.failed.push(`finding own Leases: ${(err as Error).message}`);

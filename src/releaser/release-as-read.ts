@@ -5,12 +5,13 @@
  */
 import type { KubeClient, RequestOptions } from '../kube/client.ts';
 import { isConflict, isNotFound } from '../kube/errors.ts';
-import type { ConfigMap, Lease } from '../kube/types.ts';
+import type { Lease } from '../kube/types.ts';
 import type { HookContext } from './context.ts';
-import { isOwnLease, lockOwner, releasedLease } from './rules.ts';
+import type { LockKind, LockKindClient, LockObject } from './lock-kinds.ts';
+import { isOwnLease, releasedLease } from './rules.ts';
 
 /** What the guarded writes of the own locks ask of the API. */
-export type OwnLockWriter = Pick<KubeClient, 'getConfigMap' | 'deleteConfigMap' | 'getLease' | 'updateLease'>;
+export type OwnLockWriter = LockKindClient & Pick<KubeClient, 'updateLease'>;
 
 export type LockWriteOutcome = 'released' | 'moved';
 
@@ -49,19 +50,20 @@ export async function releaseAsRead<T>(
   }
 }
 
-/** Deletes the own lock with preconditions {uid, resourceVersion} of what was read. */
-export function releaseOwnConfigMap(
+/** Deletes the own lock (a ConfigMap, or a Lease owned by this pod) with preconditions {uid, resourceVersion} of what was read. */
+export function releaseOwnLock(
   client: OwnLockWriter,
   self: Pick<HookContext, 'ns' | 'podUid'>,
-  cm: ConfigMap,
+  kind: LockKind,
+  obj: LockObject,
   opts: RequestOptions,
 ): Promise<LockWriteOutcome> {
-  const name = cm.metadata?.name as string;
+  const name = obj.metadata?.name as string;
   return releaseAsRead(
-    cm,
-    (lock) => client.deleteConfigMap(self.ns, name, { uid: lock.metadata?.uid, resourceVersion: lock.metadata?.resourceVersion }, opts),
-    () => client.getConfigMap(self.ns, name, opts),
-    (lock) => lockOwner(lock)?.uid === self.podUid,
+    obj,
+    (lock) => kind.delete(client, self.ns, name, { uid: lock.metadata?.uid, resourceVersion: lock.metadata?.resourceVersion }, opts),
+    () => kind.read(client, self.ns, name, opts),
+    (lock) => kind.owner(lock)?.uid === self.podUid,
   );
 }
 

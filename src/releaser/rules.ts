@@ -46,6 +46,17 @@ export function isConfigMapLock(cm: ConfigMap | undefined): boolean {
 }
 
 /**
+ * The single v1/Pod owner of a Lease that is a leader-for-life lock
+ * (docs/design.md#leases-owned-by-a-pod): freed like a ConfigMap lock, by
+ * R0-R3 and a guarded delete. A Lease has no data; one with spec.strategy
+ * belongs to coordinated leader election and is never a lock.
+ */
+export function leaseLockOwner(lease: Lease | undefined): OwnerReference | undefined {
+  if (!lease || lease.spec?.strategy) return undefined;
+  return lockCandidateOwner(lease);
+}
+
+/**
  * A Lease held by this pod: holderIdentity is the pod name, or starts with
  * the pod name and "_" (controller-runtime's `hostname_uuid`; a pod's
  * hostname is its name). Never the node's hostname, never a prefix without
@@ -58,6 +69,9 @@ export function isOwnLease(lease: Lease | undefined, podName: string): boolean {
   // (coordinated leader election): not the holder's to give up
   // (docs/design.md#leases-r1-only).
   if (lease?.spec?.strategy) return false;
+  // A Lease owned by a pod is released by the ownerReference rule only,
+  // never also by identity (docs/design.md#leases-owned-by-a-pod).
+  if (lockCandidateOwner(lease)) return false;
   return holder === podName || holder.startsWith(`${podName}_`);
 }
 

@@ -94,7 +94,12 @@ function store(api: ReturnType<typeof memoryApi>) {
   const ctx = context();
   // the cache reaches the API only through its watch, which no test here starts
   const cache = new LockCache({ ...ctx, client: undefined as unknown as HookContext['client'] }, undefined);
-  const own = new OwnLocks(ctx, { client: api.client, cache, leases: { current: () => [], names: () => [] }, releaseTimeoutMs: 1000 });
+  const own = new OwnLocks(ctx, {
+    client: api.client,
+    cache,
+    leases: { current: () => ({ byIdentity: [], byOwner: [] }), names: () => [] },
+    releaseTimeoutMs: 1000,
+  });
   const { events, reasons } = recordedEvents();
   const foreign = new ForeignLocks(ctx, {
     client: api.client,
@@ -202,13 +207,18 @@ describe('the own locks at SIGTERM', () => {
     const ctx = context();
     const handlers: { upsert(cm: ConfigMap, owner: OwnerReference): void }[] = [];
     const cache = { subscribe: (h: (typeof handlers)[number]) => void handlers.push(h), lockName: undefined, locksLive: true };
-    const own = new OwnLocks(ctx, { client: api.client, cache, leases: { current: () => [], names: () => [] }, releaseTimeoutMs: 1000 });
+    const own = new OwnLocks(ctx, {
+      client: api.client,
+      cache,
+      leases: { current: () => ({ byIdentity: [], byOwner: [] }), names: () => [] },
+      releaseTimeoutMs: 1000,
+    });
     for (const h of handlers) h.upsert(mine, self);
     await settle(() => api.calls.length === 1);
     await new Promise(setImmediate);
     api.calls.length = 0;
     assert.deepEqual(await own.locks(new AbortController().signal), [mine]);
-    assert.deepEqual(await own.leases(new AbortController().signal), []);
+    assert.deepEqual(await own.leases(new AbortController().signal), { byIdentity: [], byOwner: [] });
     assert.deepEqual(api.calls, []);
   });
 
@@ -219,7 +229,7 @@ describe('the own locks at SIGTERM', () => {
     const cache = { subscribe: () => {}, lockName: 'op-lock', locksLive: false };
     const own = new OwnLocks(context(), { client: api.client, cache, leases: { current: () => undefined, names: () => [] }, releaseTimeoutMs: 1000 });
     assert.deepEqual(await own.locks(new AbortController().signal), [mine]);
-    assert.deepEqual(await own.leases(new AbortController().signal), []);
+    assert.deepEqual(await own.leases(new AbortController().signal), { byIdentity: [], byOwner: [] });
     assert.deepEqual(api.calls, ['getConfigMap op-lock', 'listLeases']);
   });
 });

@@ -8,6 +8,7 @@ import {
   isHolderFinished,
   isOwnLease,
   leaseIdentityIsPodName,
+  leaseLockOwner,
   lockNameFromAnnotations,
   lockCandidateOwner,
   lockOwner,
@@ -119,6 +120,29 @@ describe('isOwnLease', () => {
   it('refuses a truncated hostname of a pod name over 63 characters', () => {
     const name = 'a'.repeat(70);
     assert.equal(isOwnLease(lease(`${name.slice(0, 63)}_uuid`), name), false);
+  });
+});
+
+describe('leaseLockOwner (docs/design.md#leases-owned-by-a-pod)', () => {
+  const pod: OwnerReference = { apiVersion: 'v1', kind: 'Pod', name: 'op-0', uid: 'uid-0' };
+  const owned = (ownerReferences: OwnerReference[], spec: Lease['spec'] = { holderIdentity: 'op-0' }): Lease => ({
+    metadata: { name: 'l', ownerReferences },
+    spec,
+  });
+  it('is the single v1/Pod owner of a leader-for-life Lease', () => assert.deepEqual(leaseLockOwner(owned([pod])), pod));
+  it('refuses two ownerReferences, a non-Pod owner, and an owner without name or UID', () => {
+    assert.equal(leaseLockOwner(owned([pod, { ...pod, name: 'op-1', uid: 'uid-1' }])), undefined);
+    assert.equal(leaseLockOwner(owned([{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'op', uid: 'uid-d' }])), undefined);
+    assert.equal(leaseLockOwner(owned([{ ...pod, uid: '' }])), undefined);
+    assert.equal(leaseLockOwner(owned([])), undefined);
+  });
+  it('refuses a Lease of coordinated leader election (spec.strategy set)', () => {
+    assert.equal(leaseLockOwner(owned([pod], { holderIdentity: 'op-0', strategy: 'OldestEmulationVersion' })), undefined);
+  });
+  it('takes an owned Lease out of the identity match: one release, by the ownerReference rule', () => {
+    assert.equal(isOwnLease(owned([pod]), 'op-0'), false);
+    // two owners make it no lock: the identity match applies as before
+    assert.equal(isOwnLease(owned([pod, { ...pod, name: 'op-1', uid: 'uid-1' }]), 'op-0'), true);
   });
 });
 

@@ -42,6 +42,9 @@ function stubClient(ownPod: Pod) {
     deleteConfigMap: async (_ns: string, name: string, pre: unknown) => {
       calls.push(`deleteConfigMap ${name} ${JSON.stringify(pre)}`);
     },
+    deleteLease: async (_ns: string, name: string, pre: unknown) => {
+      calls.push(`deleteLease ${name} ${JSON.stringify(pre)}`);
+    },
     updateLease: async (_ns: string, l: Lease) => {
       calls.push(`updateLease ${l.metadata?.name} holder=${JSON.stringify(l.spec?.holderIdentity)}`);
       return l;
@@ -88,7 +91,21 @@ function run(ownPod: Pod, candidates: OwnCandidates, observe = false) {
   return { onTerminate: () => terminator.onTerminate(), calls, stopped: () => stopped };
 }
 
-const given = (locks: ConfigMap[], leases: Lease[]): OwnCandidates => ({ locks: async () => locks, leases: async () => leases });
+const given = (locks: ConfigMap[], leases: Lease[], owned: Lease[] = []): OwnCandidates => ({
+  locks: async () => locks,
+  leases: async () => ({ byIdentity: leases, byOwner: owned }),
+});
+/** A leader-for-life Lease owned by this pod (docs/design.md#leases-owned-by-a-pod). */
+const ownedLease: Lease = {
+  metadata: {
+    name: 'op-elect',
+    namespace: 'ns',
+    uid: 'lease-1',
+    resourceVersion: '5',
+    ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'op-0', uid }],
+  },
+  spec: { holderIdentity: 'op-0' },
+};
 
 describe('terminator (R1 without watches)', () => {
   it('releases the candidates it is given: the lock with its preconditions, the Lease with a leaderless record', async () => {
@@ -143,10 +160,42 @@ describe('terminator (R1 without watches)', () => {
       locks: async () => {
         throw new Error('listing ConfigMaps: 503');
       },
-      leases: async () => [lease],
+      leases: async () => ({ byIdentity: [lease], byOwner: [] }),
     });
     const result = await r.onTerminate();
     assert.deepEqual(result.released, ['Lease/op-lease']);
     assert.deepEqual(result.failed, ['finding own ConfigMap locks: listing ConfigMaps: 503']);
+  });
+
+  it('deletes a Lease owned by this pod with preconditions of what was read, and writes no leaderless record over it', async () => {
+    const r = run(pod(30), given([], [], [ownedLease]));
+    const result = await r.onTerminate();
+    assert.deepEqual(result.released, ['Lease/op-elect']);
+    assert.deepEqual(
+      r.calls.filter((c) => !c.startsWith('createEvent')),
+      ['getPod op-0', 'deleteLease op-elect {"uid":"lease-1","resourceVersion":"5"}'],
+    );
+    assert.equal(r.calls.filter((c) => c === 'createEvent LeaderLockReleased').length, 1);
+  });
+
+  it('deletes an owned Lease even when the pod hostname is not its name: the UID, not an identity, tells it apart', async () => {
+    const own = pod(30);
+    own.spec = { ...own.spec, containers: own.spec?.containers ?? [], hostNetwork: true };
+    const r = run(own, given([], [], [ownedLease]));
+    assert.deepEqual((await r.onTerminate()).released, ['Lease/op-elect']);
+  });
+
+  it('releases no owned Lease when the pod is not being deleted (a crash-restart)', async () => {
+    const r = run(pod(), given([], [], [ownedLease]));
+    const result = await r.onTerminate();
+    assert.equal(!result.decision.release && result.decision.refusal, 'notBeingDeleted');
+    assert.deepEqual(r.calls, ['getPod op-0']);
+  });
+
+  it('in observe mode names the owned Lease and deletes nothing', async () => {
+    const r = run(pod(30), given([], [], [ownedLease]), true);
+    const result = await r.onTerminate();
+    assert.deepEqual(result.observed, ['Lease/op-elect']);
+    assert.ok(!r.calls.some((c) => c.startsWith('deleteLease')), r.calls.join('\n'));
   });
 });
