@@ -37,8 +37,8 @@ export interface HookContext {
  */
 export type ContextWithoutClient = Omit<HookContext, 'client'>;
 
-/** What the holder evaluations ask of the API: read a lock and a pod, delete a lock. */
-export type ForeignLockClient = Pick<KubeClient, 'getConfigMap' | 'deleteConfigMap' | 'getPod'>;
+/** What the holder evaluations ask of the API: read a lock (of either kind) and a pod, delete a lock. */
+export type ForeignLockClient = Pick<KubeClient, 'getConfigMap' | 'deleteConfigMap' | 'getLease' | 'deleteLease' | 'getPod'>;
 
 /** What the own locks ask of the API ahead of SIGTERM and, with the watch down, on it. */
 export type OwnLockClient = Pick<KubeClient, 'getConfigMap' | 'listConfigMapsMetadata' | 'listLeases'>;

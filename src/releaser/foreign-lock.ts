@@ -1,42 +1,32 @@
 /**
- * One ConfigMap lock held by another pod (docs/design.md#r2-holder-terminal,
- * docs/design.md#r3-holder-gone): read in full once per version, since only a
- * ConfigMap without data is a lock, and its holder read live on every change,
- * one evaluation at a time. A wait report reads it through ForeignLockView.
+ * One lock (ConfigMap, or Lease owned by a pod) held by another pod
+ * (docs/design.md#r2-holder-terminal, docs/design.md#r3-holder-gone): read in
+ * full once per version (docs/design.md#what-counts-as-a-lock), its holder
+ * read live on every change, one evaluation at a time.
  */
 import { isNotFound } from '../kube/errors.ts';
-import type { ConfigMap, OwnerReference } from '../kube/types.ts';
+import type { OwnerReference } from '../kube/types.ts';
+import { backgroundRequest } from './context.ts';
+import { type ForeignLockDeps, readForeignLock } from './foreign-lock-read.ts';
 import type { ForeignLockView } from './foreign-lock-view.ts';
-import { backgroundRequest, type ContextWithoutClient, type ForeignLockClient } from './context.ts';
-import { readForeignLock } from './foreign-lock-read.ts';
-import type { ForeignRelease, ReleaseTarget } from './foreign-release.ts';
-import type { HolderWatches } from './holder-watches.ts';
-import type { LockSource } from './lock-cache.ts';
-import { decideHolderRelease, type HolderDecision, type HolderLookup, notFound } from './rules.ts';
+import type { ReleaseTarget } from './foreign-release.ts';
+import { type LockKind, type LockObject, lockId } from './lock-kinds.ts';
 import { BackoffRetry } from './retry.ts';
+import { decideHolderRelease, type HolderDecision, type HolderLookup, notFound } from './rules.ts';
 import { KeyedSerializer } from './serializer.ts';
 
-/** What every tracked lock shares with the others. */
-export interface ForeignLockDeps {
-  readonly ctx: ContextWithoutClient;
-  readonly client: Pick<ForeignLockClient, 'getConfigMap' | 'getPod'>;
-  /** A live read found the lock held by another owner than the one tracked: the cache sorts it again. */
-  readonly cache: Pick<LockSource, 'put'>;
-  readonly holders: Pick<HolderWatches, 'watch'>;
-  readonly releaser: Pick<ForeignRelease, 'release'>;
-  /** The lock is gone or released: it is tracked no more. */
-  forget(name: string): void;
-}
+export type { ForeignLockDeps } from './foreign-lock-read.ts';
 
 export class ForeignLock implements ForeignLockView {
+  readonly kind: LockKind['kind'];
   readonly name: string;
   readonly owner: OwnerReference;
   readonly since: number;
   readonly #deps: ForeignLockDeps;
-  /** Metadata only, as the cache delivered it. */
-  #cm: ConfigMap;
-  /** The full object read live at `#verifiedRv` when it is a lock (no data): its preconditions guard the delete. */
-  #lock: ConfigMap | undefined;
+  /** As the cache delivered it (metadata only for a ConfigMap). */
+  #cm: LockObject;
+  /** The full object read live at `#verifiedRv` when it is a lock: its preconditions guard the delete. */
+  #lock: LockObject | undefined;
   /** The metadata resourceVersion the last live read was made for. */
   #verifiedRv: string | undefined;
   readonly #retry = new BackoffRetry(() => void this.evaluate());
@@ -46,8 +36,9 @@ export class ForeignLock implements ForeignLockView {
   #tracked = true;
   readonly #passes = new KeyedSerializer<ForeignLock>();
 
-  constructor(deps: ForeignLockDeps, cm: ConfigMap, owner: OwnerReference) {
+  constructor(deps: ForeignLockDeps, cm: LockObject, owner: OwnerReference) {
     this.#deps = deps;
+    this.kind = deps.kind.kind;
     this.#cm = cm;
     this.name = cm.metadata?.name as string;
     this.owner = owner;
@@ -67,7 +58,7 @@ export class ForeignLock implements ForeignLockView {
   }
 
   /** The cache delivered a newer version of the lock's metadata. */
-  update(cm: ConfigMap): void {
+  update(cm: LockObject): void {
     this.#cm = cm;
   }
 
@@ -94,7 +85,7 @@ export class ForeignLock implements ForeignLockView {
       if (isNotFound(err)) holder = notFound;
       else {
         if (!ctx.signal.aborted) {
-          ctx.log.warn({ err, lock: this.name }, 'cannot read holder pod; will retry');
+          ctx.log.warn({ err, lock: lockId(this.#deps.kind, this.name) }, 'cannot read holder pod; will retry');
           this.#retry.schedule();
         }
         return false;
@@ -112,7 +103,7 @@ export class ForeignLock implements ForeignLockView {
       // Every event of a lock or its holder that keeps it comes here: build the line only when it is written.
       if (ctx.log.isLevelEnabled('debug')) {
         ctx.log.debug(
-          { lock: `ConfigMap/${this.name}`, holder: this.owner.name, holderState: decision.state },
+          { lock: lockId(this.#deps.kind, this.name), holder: this.owner.name, holderState: decision.state },
           `holder read live: ${decision.message}; lock kept`,
         );
       }
@@ -141,7 +132,7 @@ export class ForeignLock implements ForeignLockView {
       name: this.name,
       owner: this.owner,
       // the version read live and found to be a lock
-      lock: this.#lock as ConfigMap,
+      lock: this.#lock as LockObject,
       identity: this,
       isCurrent: () => this.#tracked,
     };

@@ -1,10 +1,10 @@
 /**
- * The ConfigMap locks of other pods: R0, R2 and R3
- * (docs/design.md#the-release-rules). A handler of the lock cache that keeps
- * one ForeignLock per lock candidate of another pod, and has each holder
- * watched while one of its locks is tracked.
+ * The locks of other pods, of one kind (ConfigMaps, or Leases owned by a
+ * pod): R0, R2 and R3 (docs/design.md#the-release-rules). A handler of that
+ * kind's store of lock candidates that keeps one ForeignLock per candidate
+ * of another pod, and has each holder watched while one of its locks is tracked.
  */
-import type { ConfigMap, OwnerReference } from '../kube/types.ts';
+import type { OwnerReference } from '../kube/types.ts';
 import type { ContextWithoutClient, ForeignLockClient } from './context.ts';
 import type { EventRecorder } from './events.ts';
 import { ForeignLock, type ForeignLockDeps } from './foreign-lock.ts';
@@ -12,8 +12,11 @@ import type { ForeignLockView } from './foreign-lock-view.ts';
 import { ForeignRelease } from './foreign-release.ts';
 import { HolderWatches, type WatchPodByName } from './holder-watches.ts';
 import type { LockHandler, LockSource } from './lock-cache.ts';
+import { configMapLocks, type LockKind, type LockObject } from './lock-kinds.ts';
 
 export interface ForeignLockSources {
+  /** The kind of lock; a ConfigMap when unset. */
+  kind?: LockKind;
   client: ForeignLockClient;
   events: EventRecorder;
   cache: LockSource;
@@ -33,18 +36,20 @@ export class ForeignLocks implements LockHandler {
     this.#holders = new HolderWatches(ctx, sources.watchPod, (holderName) => {
       for (const lock of this.#locks.values()) if (lock.owner.name === holderName) void lock.evaluate();
     });
+    const kind = sources.kind ?? configMapLocks;
     this.#deps = {
       ctx,
+      kind,
       client: sources.client,
       cache: sources.cache,
       holders: this.#holders,
-      releaser: new ForeignRelease(ctx, sources.client, sources.events, { observe: sources.observe, forget: (name) => this.remove(name) }),
+      releaser: new ForeignRelease(ctx, sources.client, sources.events, { kind, observe: sources.observe, forget: (name) => this.remove(name) }),
       forget: (name) => this.remove(name),
     };
     sources.cache.subscribe(this);
   }
 
-  upsert(cm: ConfigMap, owner: OwnerReference): void {
+  upsert(cm: LockObject, owner: OwnerReference): void {
     const name = cm.metadata?.name as string;
     if (owner.uid === this.#ctx.podUid) {
       this.remove(name);
@@ -97,4 +102,14 @@ export class ForeignLocks implements LockHandler {
   get done(): Promise<unknown> {
     return this.#holders.done;
   }
+}
+
+/** The foreign locks of both kinds as one, for the wait reports. */
+export function bothKinds(configMaps: ForeignLocks, leases: ForeignLocks): Pick<ForeignLocks, 'tracked' | 'evaluate' | 'isCurrent'> {
+  const of = (view: ForeignLockView) => (view.kind === 'Lease' ? leases : configMaps);
+  return {
+    tracked: () => [...configMaps.tracked(), ...leases.tracked()],
+    evaluate: (view) => of(view).evaluate(view),
+    isCurrent: (view) => of(view).isCurrent(view),
+  };
 }

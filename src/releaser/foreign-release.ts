@@ -4,10 +4,12 @@
  * own pod right before, then a delete of exactly the version read, guarded
  * by its uid and resourceVersion, told by an Event on both pods.
  */
-import type { ConfigMap, OwnerReference } from '../kube/types.ts';
+
 import { isConflict, isNotFound } from '../kube/errors.ts';
+import type { OwnerReference } from '../kube/types.ts';
 import { backgroundRequest, type ContextWithoutClient, type ForeignLockClient } from './context.ts';
 import type { EventRecorder } from './events.ts';
+import { type LockKind, type LockObject, lockId } from './lock-kinds.ts';
 import { observeMode } from './rules.ts';
 
 /** A lock of another pod found releasable. */
@@ -15,7 +17,7 @@ export interface ReleaseTarget {
   readonly name: string;
   readonly owner: OwnerReference;
   /** The version read live and found to be a lock; a change since is a 409. */
-  readonly lock: ConfigMap;
+  readonly lock: LockObject;
   /** The same for every release of one tracked lock: observe mode reports each version once per lock. */
   readonly identity: object;
   /** Whether the lock is still tracked for this holder (not forgotten, not replaced by a new holder's). */
@@ -27,7 +29,8 @@ export type ReleaseOutcome = 'retry' | 'done';
 
 export class ForeignRelease {
   readonly #ctx: ContextWithoutClient;
-  readonly #client: Pick<ForeignLockClient, 'deleteConfigMap' | 'getPod'>;
+  readonly #client: ForeignLockClient;
+  readonly #kind: LockKind;
   readonly #events: EventRecorder;
   /** Observe mode whatever the own pod's annotation says (the flag); the annotation can only add it. */
   readonly #observe: boolean;
@@ -38,12 +41,13 @@ export class ForeignRelease {
 
   constructor(
     ctx: ContextWithoutClient,
-    client: Pick<ForeignLockClient, 'deleteConfigMap' | 'getPod'>,
+    client: ForeignLockClient,
     events: EventRecorder,
-    settings: { observe: boolean; forget: (name: string) => void },
+    settings: { kind: LockKind; observe: boolean; forget: (name: string) => void },
   ) {
     this.#ctx = ctx;
     this.#client = client;
+    this.#kind = settings.kind;
     this.#events = events;
     this.#observe = settings.observe;
     this.#forget = settings.forget;
@@ -57,34 +61,35 @@ export class ForeignRelease {
     const observe = await this.#observeNow(t);
     if (observe === 'retry') return 'retry';
     if (observe === undefined || ctx.signal.aborted || !t.isCurrent()) return 'done';
-    const fields = { rule, lock: `ConfigMap/${t.name}`, holder: owner.name, holderUid: owner.uid, observe };
+    const kind = this.#kind.kind;
+    const fields = { rule, lock: lockId(this.#kind, t.name), holder: owner.name, holderUid: owner.uid, observe };
     const target = { name: owner.name, namespace: ctx.ns, uid: owner.uid };
     if (observe) {
       const key = `${uid}/${resourceVersion}/${rule}`;
       if (this.#observed.get(t.identity) === key) return 'done';
       this.#observed.set(t.identity, key);
       ctx.log.info(fields, `would release lock ${t.name} (${rule}: ${why}); observe mode, releasing nothing`);
-      ctx.metrics.release(rule, 'ConfigMap', 'observed');
-      await this.#events.emitOnBoth(target, 'LeaderLockWouldRelease', `Would release leader lock ConfigMap ${t.name} (${rule}: ${why}); observe mode`);
+      ctx.metrics.release(rule, kind, 'observed');
+      await this.#events.emitOnBoth(target, 'LeaderLockWouldRelease', `Would release leader lock ${kind} ${t.name} (${rule}: ${why}); observe mode`);
       return 'done';
     }
     try {
-      await this.#client.deleteConfigMap(ctx.ns, t.name, { uid, resourceVersion }, backgroundRequest(ctx));
+      await this.#kind.delete(this.#client, ctx.ns, t.name, { uid, resourceVersion }, backgroundRequest(ctx));
     } catch (err) {
       if (isNotFound(err) || isConflict(err)) {
         ctx.log.info({ ...fields, err }, `lock ${t.name} already deleted or changed by someone else; nothing to do`);
-        ctx.metrics.release(rule, 'ConfigMap', 'moved');
+        ctx.metrics.release(rule, kind, 'moved');
         return 'done';
       }
       if (ctx.signal.aborted) return 'done';
       ctx.log.warn({ ...fields, err }, `releasing lock ${t.name} failed; will retry`);
-      ctx.metrics.release(rule, 'ConfigMap', 'failed');
+      ctx.metrics.release(rule, kind, 'failed');
       return 'retry';
     }
     ctx.log.info(fields, `released lock ${t.name} (${rule}: ${why})`);
-    ctx.metrics.release(rule, 'ConfigMap', 'released');
+    ctx.metrics.release(rule, kind, 'released');
     this.#forget(t.name);
-    await this.#events.emitOnBoth(target, 'LeaderLockReleased', `Released leader lock ConfigMap ${t.name} (${rule}: ${why})`);
+    await this.#events.emitOnBoth(target, 'LeaderLockReleased', `Released leader lock ${kind} ${t.name} (${rule}: ${why})`);
     return 'done';
   }
 
@@ -102,7 +107,7 @@ export class ForeignRelease {
       return observeMode(pod, this.#observe);
     } catch (err) {
       if (!ctx.signal.aborted && t.isCurrent()) {
-        ctx.log.warn({ err, lock: `ConfigMap/${t.name}` }, 'cannot read own pod before releasing a lock; will retry');
+        ctx.log.warn({ err, lock: lockId(this.#kind, t.name) }, 'cannot read own pod before releasing a lock; will retry');
         return 'retry';
       }
       return undefined;

@@ -1,13 +1,13 @@
 /**
  * The release hook: a native sidecar that frees its pod's leader locks once
- * the operator has provably stopped (R1), and frees ConfigMap locks whose
- * holder can never run again (R0, R2, R3). docs/design.md#the-release-rules is
+ * the operator has provably stopped (R1), and frees leader-for-life locks
+ * (ConfigMaps, and Leases owned by a pod) whose holder can never run again (R0, R2, R3). docs/design.md#the-release-rules is
  * the contract; the rules themselves live in rules.ts as pure functions. This file wires the
  * parts, each of which owns its state:
  *   lock-cache.ts     the ConfigMap watch and its cache of lock candidates, which the next two handle
- *   held-leases.ts    the Lease watch, and the Leases this pod holds
+ *   held-leases.ts    the Lease watch, the Leases of this pod, and the store of Leases owned by a pod
  *   own-locks.ts      this pod's own locks (R1's candidates)
- *   foreign-locks.ts  the locks of other pods and their holders (R0, R2, R3)
+ *   foreign-locks.ts  the locks of other pods and their holders (R0, R2, R3), one per lock kind (lock-kinds.ts)
  *   wait-reports.ts   what a waiting standby reports
  *   terminate.ts      the SIGTERM path (R1)
  *   start.ts          permissions and the own pod, at start
@@ -18,10 +18,11 @@ import type { Logger } from '../line-log.ts';
 import type { Clock, HookContext } from './context.ts';
 import { releaseDefaults } from './defaults.ts';
 import { eventRecorder } from './events.ts';
-import { ForeignLocks } from './foreign-locks.ts';
+import { bothKinds, ForeignLocks } from './foreign-locks.ts';
 import { HeldLeases } from './held-leases.ts';
 import { podWatchOf } from './holder-watches.ts';
 import { LockCache } from './lock-cache.ts';
+import { leaseLocks } from './lock-kinds.ts';
 import { noMetrics, type ReleaserMetrics, startMetrics } from './metrics.ts';
 import { OwnLocks } from './own-locks.ts';
 import { lockNameFromAnnotations, type OwnDecision, observeMode } from './rules.ts';
@@ -121,8 +122,11 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
   const cache = new LockCache(ctx, options.lockName || undefined);
   const heldLeases = new HeldLeases(ctx);
   const own = new OwnLocks(ctx, { client, cache, leases: heldLeases, releaseTimeoutMs });
-  const foreign = new ForeignLocks(ctx, { client, events, cache, watchPod: podWatchOf(ctx), observe });
-  const waits = new WaitReporter(ctx, events, { foreign, own }, reportIntervalMs);
+  const watchPod = podWatchOf(ctx);
+  const foreign = new ForeignLocks(ctx, { client, events, cache, watchPod, observe });
+  // Leases owned by a pod, from the Lease watch: the same rules (docs/design.md#leases-owned-by-a-pod)
+  const foreignLeases = new ForeignLocks(ctx, { kind: leaseLocks, client, events, cache: heldLeases.locks, watchPod, observe });
+  const waits = new WaitReporter(ctx, events, { foreign: bothKinds(foreign, foreignLeases), own }, reportIntervalMs);
   const terminator = new Terminator(ctx, { client, events, candidates: own }, { marginSeconds, releaseTimeoutMs, observe, stopBackground });
   let terminating = false;
   let stopped = false;
@@ -132,6 +136,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     cache.stop();
     heldLeases.stop();
     foreign.stop();
+    foreignLeases.stop();
     waits.stop();
   }
 
@@ -151,7 +156,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
       {
         ownLocks: own.known.locks,
         ownLeases: own.known.leases,
-        otherLocks: foreign.tracked().map((t) => `${t.name} (${t.owner.name})`),
+        otherLocks: [...foreign.tracked(), ...foreignLeases.tracked()].map((t) => `${t.kind}/${t.name} (${t.owner.name})`),
         apiBytesReceived: client.stats.bytesReceived,
       },
       'ready: locks and Leases listed',
@@ -171,7 +176,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
       if (stopped) return;
       stopped = true;
       stopBackground();
-      await Promise.all([cache.done, heldLeases.done, foreign.done]);
+      await Promise.all([cache.done, heldLeases.done, foreign.done, foreignLeases.done]);
       if (!terminating) await metrics.close().catch(() => {});
     },
   };

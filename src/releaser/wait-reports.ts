@@ -69,7 +69,7 @@ export class WaitReporter {
       this.#reported.set(t, d.state);
       const node = t.holder && t.holder !== notFound ? t.holder.spec?.nodeName : undefined;
       const fields = {
-        lock: `ConfigMap/${t.name}`,
+        lock: `${t.kind}/${t.name}`,
         holder: t.owner.name,
         holderState: d.state,
         previousState: previous,
@@ -77,19 +77,19 @@ export class WaitReporter {
         node,
       };
       if (d.state === 'running') {
-        log.info(fields, `leader lock ConfigMap ${t.name} is held by pod ${t.owner.name}, which is Running and Ready: waiting`);
+        log.info(fields, `leader lock ${t.kind} ${t.name} is held by pod ${t.owner.name}, which is Running and Ready: waiting`);
         if (previous !== undefined) {
           await this.#events.emit(
             self,
             'LeaderLockHeld',
             'Normal',
-            `Leader lock ConfigMap ${t.name}: holder pod ${t.owner.name} is Running and Ready again (was ${previous}).`,
+            `Leader lock ${t.kind} ${t.name}: holder pod ${t.owner.name} is Running and Ready again (was ${previous}).`,
           );
         }
         continue;
       }
       const message =
-        `Leader lock ConfigMap ${t.name} is held by pod ${t.owner.name} (${d.state}): ${d.message}. Waiting ${formatDuration(waitedMs)}. ` +
+        `Leader lock ${t.kind} ${t.name} is held by pod ${t.owner.name} (${d.state}): ${d.message}. Waiting ${formatDuration(waitedMs)}. ` +
         'It is freed automatically once that pod is deleted or has finished. Safe remedies: delete that pod' +
         (node ? `; only if node ${node} is known to be down, taint it node.kubernetes.io/out-of-service=nodeshutdown:NoExecute` : '') +
         '. Restarting this pod does not help.';
@@ -101,7 +101,7 @@ export class WaitReporter {
   /** Whether this pod waits for the lock: pinned to it, or (discovering) holds none and runs the same workload as the holder. */
   #isStandbyFor(t: ForeignLockView): boolean {
     const lockName = this.#own.lockName;
-    if (lockName) return t.name === lockName;
+    if (lockName) return t.kind === 'ConfigMap' && t.name === lockName;
     if (this.#own.holdsLock || !this.#ownPod || !t.holder || t.holder === notFound) return false;
     return sameWorkload(this.#ownPod, t.holder);
   }

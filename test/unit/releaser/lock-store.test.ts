@@ -61,6 +61,8 @@ function memoryApi() {
       calls.push('listLeases');
       return { items: [] };
     },
+    getLease: async (_ns, name) => Promise.reject(notFound(`leases/${name}`)),
+    deleteLease: async (_ns, name) => Promise.reject(notFound(`leases/${name}`)),
   };
   return { configMaps, pods, calls, client };
 }

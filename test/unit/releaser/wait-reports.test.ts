@@ -48,6 +48,7 @@ function reporter(view: ForeignLockView, now: number) {
 describe('wait reports', () => {
   it("re-read the holder, then warn once of a crash-looping one, from the lock's view", async () => {
     const view: ForeignLockView = {
+      kind: 'ConfigMap',
       name: 'op-lock',
       owner: holder,
       since: 0,
@@ -67,6 +68,7 @@ describe('wait reports', () => {
 
   it('say nothing of a ConfigMap that carries data', async () => {
     const view: ForeignLockView = {
+      kind: 'ConfigMap',
       name: 'op-lock',
       owner: holder,
       since: 0,
