@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Builds the operators under test — lfl-operator (operator-lib leader-for-life),
 # lease-operator (controller-runtime Lease election) and client-go-operator
-# (client-go's LeaderElector on a Lease held as the pod's name) — as static binaries,
-# wraps each in a minimal image (the binary, /etc/passwd and /etc/group with the
-# nonroot user 65532, nothing else) and imports the images into the local
-# cluster's containerd:
+# (client-go's LeaderElector on a Lease held as the pod's name) as static binaries,
+# josdk-operator (the Java Operator SDK's Lease election, held as $HOSTNAME) as a
+# jar with its dependencies on a jlink runtime of this machine's JDK 17 — wraps
+# each in a minimal image (the program, /etc/passwd and /etc/group with the
+# nonroot user 65532; for Java the runtime and the libraries it links, no shell)
+# and imports the images into the local cluster's containerd:
 #
 #   leaderhook.test/lfl-operator:dev
 #   leaderhook.test/lease-operator:dev
 #   leaderhook.test/client-go-operator:dev
+#   leaderhook.test/josdk-operator:dev
 #
 # Binaries and archives are cached under ~/.cache/leaderhook/operators, keyed by
-# the module's sources: a rerun without changes only re-imports.
+# the sources (the Go module's; the Java project's, the JDK's release and this
+# script): a rerun without changes only re-imports. Maven's repository is
+# ~/.cache/leaderhook/maven: only the first Java build downloads (about 60 MB,
+# 1 min), later ones run offline-capable from it.
 #
 #   test/operators/build.sh
 #
@@ -28,6 +34,15 @@ mkdir -p "$cache/bin"
 start=$(date +%s)
 key="$(cd "$here" && find build.sh go.mod go.sum cmd internal -type f \( -name '*.go' -o -name 'go.*' -o -name build.sh \) | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)"
 
+# A root filesystem with /etc/passwd and /etc/group naming the nonroot user 65532.
+new_rootfs() {
+	rootfs="$(mktemp -d)"
+	trap 'rm -rf "$rootfs"' EXIT
+	mkdir -p "$rootfs/etc"
+	printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$rootfs/etc/passwd"
+	printf 'root:x:0:\nnonroot:x:65532:\n' >"$rootfs/etc/group"
+}
+
 archives=()
 for op in lfl-operator lease-operator client-go-operator; do
 	bin="$cache/bin/$op-$key"
@@ -39,12 +54,8 @@ for op in lfl-operator lease-operator client-go-operator; do
 	fi
 	archive="$cache/$op-$key.tar"
 	if [[ ! -f "$archive" ]]; then
-		rootfs="$(mktemp -d)"
-		trap 'rm -rf "$rootfs"' EXIT
-		mkdir -p "$rootfs/etc"
+		new_rootfs
 		install -m 0755 "$bin" "$rootfs/$op"
-		printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$rootfs/etc/passwd"
-		printf 'root:x:0:\nnonroot:x:65532:\n' >"$rootfs/etc/group"
 		"$repo/test/images/build-image.sh" --user 65532:65532 "leaderhook.test/$op:$tag" "$rootfs" "$archive.tmp" -- "/$op" >/dev/null ||
 			{ echo "build.sh: building image leaderhook.test/$op:$tag failed" >&2; exit 1; }
 		mv "$archive.tmp" "$archive"
@@ -54,6 +65,52 @@ for op in lfl-operator lease-operator client-go-operator; do
 	archives+=("$archive")
 	echo "leaderhook.test/$op:$tag $archive"
 done
+
+# josdk-operator: `mvn package` (the jar and its runtime dependencies in lib/),
+# then a jlink runtime of the modules jdeps finds, plus jdk.crypto.ec, which no
+# class names but TLS to an API server with an ECDSA certificate needs.
+op=josdk-operator
+jdk=/usr/lib/jvm/java-17-openjdk-amd64
+[[ -x "$jdk/bin/jlink" ]] || { echo "build.sh: $op needs JDK 17 with jlink at $jdk" >&2; exit 1; }
+jkey="$(cd "$here" && { cat build.sh "$jdk/release"; find "$op" -path "$op/target" -prune -o -type f -print | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-16)"
+archive="$cache/$op-$jkey.tar"
+if [[ ! -f "$archive" ]]; then
+	echo "building $op ($jkey)" >&2
+	(cd "$here/$op" && JAVA_HOME="$jdk" mvn -B -q -Dmaven.repo.local="${LEADERHOOK_CACHE:-$HOME/.cache/leaderhook}/maven" package) ||
+		{ echo "build.sh: mvn package in $here/$op failed" >&2; exit 1; }
+	target="$here/$op/target"
+	modules="$("$jdk/bin/jdeps" --ignore-missing-deps --print-module-deps --multi-release 17 --class-path "$target/lib/*" "$target/$op.jar" "$target"/lib/*.jar 2>/dev/null | tail -1)"
+	[[ "$modules" == java.base* ]] || { echo "build.sh: jdeps found no modules for $op: $modules" >&2; exit 1; }
+	new_rootfs
+	mkdir -p "$rootfs/app"
+	"$jdk/bin/jlink" --add-modules "$modules,jdk.crypto.ec" --strip-debug --compress=2 --no-header-files --no-man-pages \
+		--output "$rootfs/opt/java" ||
+		{ echo "build.sh: jlink of $modules for $op failed" >&2; exit 1; }
+	cp "$target/$op.jar" "$rootfs/app/"
+	cp -r "$target/lib" "$rootfs/app/lib"
+	# The dynamic loader and every library the runtime's binaries link that it does
+	# not bring itself (libc, libz, libstdc++ ...), as test/images/node-base.sh does
+	# for node; not those of java.desktop's AWT, sound and image libraries (X11,
+	# fonts, ALSA), which a headless operator never loads.
+	mapfile -t libs < <(find "$rootfs/opt/java" -type f \( -name '*.so' -o -path '*/bin/*' \) \
+		! -name 'libawt*' ! -name 'libjawt.so' ! -name 'libsplashscreen.so' ! -name 'libfontmanager.so' \
+		! -name 'liblcms.so' ! -name 'libjavajpeg.so' ! -name 'libmlib_image.so' ! -name 'libjsound.so' -exec ldd {} + 2>/dev/null |
+		awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $2 ~ /^\(/ { print $1 }' | grep -v "^$rootfs/" | sort -u)
+	for lib in "${libs[@]}"; do
+		mkdir -p "$rootfs$(dirname "$lib")"
+		cp -L "$lib" "$rootfs$lib"
+	done
+	# No perf data (nothing to write under a read-only root), one GC thread's worth
+	# of heap bookkeeping, and the heap sized from the container's memory limit.
+	"$repo/test/images/build-image.sh" --user 65532:65532 "leaderhook.test/$op:$tag" "$rootfs" "$archive.tmp" -- \
+		/opt/java/bin/java -XX:-UsePerfData -XX:+UseSerialGC -XX:MaxRAMPercentage=50 -Xss512k -jar "/app/$op.jar" >/dev/null ||
+		{ echo "build.sh: building image leaderhook.test/$op:$tag failed" >&2; exit 1; }
+	mv "$archive.tmp" "$archive"
+	rm -rf "$rootfs"
+	trap - EXIT
+fi
+archives+=("$archive")
+echo "leaderhook.test/$op:$tag $archive"
 
 if [[ "${NO_IMPORT:-}" == 1 ]]; then
 	:
