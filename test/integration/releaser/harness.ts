@@ -292,15 +292,49 @@ export async function createLease(ns: string, name: string, holderIdentity: stri
   });
 }
 
-export async function configMapGone(ns: string, name: string): Promise<boolean> {
+/**
+ * A Lease as leader-for-life Lease election (nais/elector style) writes it:
+ * a single ownerReference to the leader's Pod, which it also names as holder.
+ * `owners` replaces the ownerReferences, for Leases that must not count as a lock.
+ */
+export async function createOwnedLease(
+  ns: string,
+  name: string,
+  holder: { name: string; uid: string },
+  owners: { apiVersion: string; kind: string; name: string; uid: string }[] = [{ apiVersion: 'v1', kind: 'Pod', ...holder }],
+): Promise<Lease> {
   const kube = await admin();
+  const now = new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+  return kube.request<Lease>({
+    method: 'POST',
+    path: `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`,
+    body: {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name, ownerReferences: owners },
+      spec: { holderIdentity: holder.name, leaseDurationSeconds: 15, acquireTime: now, renewTime: now },
+    },
+  });
+}
+
+async function isGone(read: () => Promise<unknown>): Promise<boolean> {
   try {
-    await kube.getConfigMap(ns, name);
+    await read();
     return false;
   } catch (err) {
     if (isNotFoundAnswer(err)) return true;
     throw err;
   }
+}
+
+export async function configMapGone(ns: string, name: string): Promise<boolean> {
+  const kube = await admin();
+  return isGone(() => kube.getConfigMap(ns, name));
+}
+
+export async function leaseGone(ns: string, name: string): Promise<boolean> {
+  const kube = await admin();
+  return isGone(() => kube.getLease(ns, name));
 }
 
 export async function events(ns: string, reason?: string): Promise<KubeEvent[]> {

@@ -16,11 +16,13 @@ import {
   createLease,
   createLock,
   createNamespace,
+  createOwnedLease,
   createPod,
   deleteNode,
   deletePod,
   events,
   type HookUnderTest,
+  leaseGone,
   type LogLine,
   pauseGarbageCollector,
   pauseImage,
@@ -378,6 +380,125 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
       });
       assert.equal(hookReleased(h, 'R0').length, 1, 'the hook deleted the stale lock itself, by R0');
       note(`R0 stale own name: hook start -> lock gone ${latency.toFixed(0)} ms (garbage collector paused: the hook deleted it)`);
+    });
+  });
+
+  describe('Leases owned by a pod (leader-for-life), freed like the ConfigMap lock', () => {
+    // With the garbage collector paused, a Lease that goes was deleted by the
+    // hook (docs/design.md#leases-owned-by-a-pod).
+    const paused = pauseGarbageCollector();
+    const whileGcPaused = { skip: paused ? false : 'needs the local cluster, whose garbage collector the test can pause' };
+    const hookReleased = (h: HookUnderTest, rule: string, name: string) =>
+      logsWith(h.logs, (l) => l.rule === rule && l.lock === `Lease/${name}` && /^released lock/.test(l.msg));
+
+    it('R1: deletes the own owned Lease on SIGTERM while the pod is being deleted, once, by the ownerReference rule', async () => {
+      const ns = await namespace('lh-r1-olease');
+      const pod = await createPod(ns.name, 'op-0', node);
+      // holderIdentity is the pod name too: the ownerReference rule alone releases it
+      await createOwnedLease(ns.name, 'op-elect', { name: 'op-0', uid: pod.metadata?.uid as string });
+      const h = await hook(ns, pod);
+      await h.releaser.ready;
+      await deletePod(ns.name, 'op-0', 30);
+      const result = await h.releaser.onTerminate();
+      assert.equal(result.decision.release, true, JSON.stringify(result.decision));
+      assert.deepEqual(result.released, ['Lease/op-elect']);
+      assert.deepEqual(result.failed, []);
+      // the pod object still exists (Terminating on a node no kubelet serves): the garbage collector deletes nothing
+      assert.equal(await leaseGone(ns.name, 'op-elect'), true);
+      const ev = await waitFor('LeaderLockReleased event', async () =>
+        (await events(ns.name, 'LeaderLockReleased')).find((e) => e.involvedObject.name === 'op-0'),
+      );
+      assert.match(ev.message ?? '', /Lease\/op-elect/);
+      assert.ok(logsWith(h.logs, (l) => /SIGTERM: released Lease\/op-elect/.test(l.msg)).length === 1, 'one log line for the release');
+    });
+
+    it('R2: deletes the Lease of a holder Failed with every container terminated', async () => {
+      const ns = await namespace('lh-r2-olease');
+      const standby = await createPod(ns.name, 'op-standby', node);
+      const holder = await createPod(ns.name, 'h-evicted', node);
+      await setPodStatus(ns.name, 'h-evicted', 'Running', undefined, { setup: 'terminated', leaderhook: 'running', manager: 'running' });
+      await createOwnedLease(ns.name, 'h-elect', { name: 'h-evicted', uid: holder.metadata?.uid as string });
+      const h = await hook(ns, standby);
+      await h.releaser.ready;
+      await setPodStatus(ns.name, 'h-evicted', 'Failed', 'Evicted');
+      // the holder still exists, so the garbage collector does not delete the Lease: only the hook could
+      await waitFor('Lease released by the hook', () => leaseGone(ns.name, 'h-elect'));
+      assert.equal(hookReleased(h, 'R2', 'h-elect').length, 1);
+      const released = await waitFor('LeaderLockReleased Events on the holder and on the releasing pod', async () => {
+        const all = await events(ns.name, 'LeaderLockReleased');
+        return all.length >= 2 ? all : undefined;
+      });
+      assert.ok(released.some((e) => e.involvedObject.name === 'h-evicted' && /Lease h-elect/.test(e.message ?? '')));
+    });
+
+    it('R3: deletes the Lease of a holder that no longer exists', whileGcPaused, async () => {
+      const ns = await namespace('lh-r3-olease');
+      const standby = await createPod(ns.name, 'op-standby', node);
+      const holder = await createPod(ns.name, 'h-gone', node);
+      await createOwnedLease(ns.name, 'h-elect', { name: 'h-gone', uid: holder.metadata?.uid as string });
+      const h = await hook(ns, standby);
+      await h.releaser.ready;
+      await paused!(async () => {
+        await deletePod(ns.name, 'h-gone', 0);
+        await waitFor('Lease released by the hook', () => leaseGone(ns.name, 'h-elect'));
+      });
+      assert.equal(hookReleased(h, 'R3', 'h-elect').length, 1, 'the hook deleted the Lease itself');
+    });
+
+    it('R0: at start, deletes a Lease owned by this pod name with another UID', whileGcPaused, async () => {
+      const ns = await namespace('lh-r0-olease');
+      const previous = await createPod(ns.name, 'op-0', node);
+      await createOwnedLease(ns.name, 'op-elect', { name: 'op-0', uid: previous.metadata?.uid as string });
+      const h = await paused!(async () => {
+        await deletePod(ns.name, 'op-0', 0);
+        const current = await createPod(ns.name, 'op-0', node);
+        const started = await hook(ns, current);
+        await started.releaser.ready;
+        await waitFor('stale Lease released by the hook', () => leaseGone(ns.name, 'op-elect'));
+        return started;
+      });
+      assert.equal(hookReleased(h, 'R0', 'op-elect').length, 1, 'the hook deleted the stale Lease itself, by R0');
+    });
+
+    it('never deletes a Lease of a running holder, nor one with two ownerReferences or a non-Pod owner', async () => {
+      const ns = await namespace('lh-no-olease');
+      const standby = await createPod(ns.name, 'op-standby', node);
+      const running = await createPod(ns.name, 'h-running', node);
+      await setPodStatus(ns.name, 'h-running', 'Running', undefined, { setup: 'terminated', leaderhook: 'running', manager: 'running' });
+      const holder = await createPod(ns.name, 'h-evicted', node);
+      await setPodStatus(ns.name, 'h-evicted', 'Running', undefined, { setup: 'terminated', leaderhook: 'running', manager: 'running' });
+      const evicted = { name: 'h-evicted', uid: holder.metadata?.uid as string };
+      const runningLease = await createOwnedLease(ns.name, 'r-elect', { name: 'h-running', uid: running.metadata?.uid as string });
+      const kept = [
+        runningLease,
+        await createOwnedLease(ns.name, 'two-owners', evicted, [
+          { apiVersion: 'v1', kind: 'Pod', ...evicted },
+          { apiVersion: 'v1', kind: 'Pod', name: 'op-standby', uid: standby.metadata?.uid as string },
+        ]),
+        // owned by an object that exists (else the garbage collector would delete it), and is no Pod
+        await createOwnedLease(ns.name, 'not-a-pod', evicted, [
+          { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', name: 'r-elect', uid: runningLease.metadata?.uid as string },
+        ]),
+      ];
+      // the control: a lock of the same holder, which must go
+      await createOwnedLease(ns.name, 'h-elect', evicted);
+      const h = await hook(ns, standby);
+      await h.releaser.ready;
+      await waitFor(
+        'the running holder read live and its Lease kept',
+        async () => logsWith(h.logs, (l) => l.lock === 'Lease/r-elect' && l.holder === 'h-running' && /lock kept$/.test(l.msg))[0],
+      );
+      await setPodStatus(ns.name, 'h-evicted', 'Failed', 'Evicted');
+      await waitFor('the control Lease released by the hook', () => leaseGone(ns.name, 'h-elect'));
+      const kube = await admin();
+      for (const lease of kept) {
+        const name = lease.metadata?.name as string;
+        assert.equal((await kube.getLease(ns.name, name)).metadata?.resourceVersion, lease.metadata?.resourceVersion, `${name} untouched`);
+      }
+      assert.deepEqual(
+        logsWith(h.logs, (l) => /^released lock/.test(l.msg)).map((l) => l.lock),
+        ['Lease/h-elect'],
+      );
     });
   });
 
