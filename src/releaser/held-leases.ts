@@ -2,7 +2,7 @@
  * The Leases of this pod, known ahead of SIGTERM so R1 needs no list then:
  * one list-watch of the namespace's Leases (whole objects), of which this
  * pod's are kept — those it holds by identity
- * (docs/design.md#leases-held-by-identity) and those it owns by
+ * (docs/design.md#leases-r1-only) and those it owns by
  * ownerReference (docs/design.md#leases-owned-by-a-pod). The same watch
  * feeds the store of Leases owned by any pod, which R0, R2 and R3 handle
  * like ConfigMap locks.

@@ -113,7 +113,7 @@ export class OwnRelease {
       const { byIdentity, byOwner } = await leasesP;
       // owned by this pod's UID: deleted like its ConfigMap lock (docs/design.md#leases-owned-by-a-pod)
       for (const lease of byOwner) work.push(one('Lease', lease.metadata?.name as string, () => releaseOwnLock(client, ctx, leaseLocks, lease, opts)));
-      // an identity tells this pod apart only when its hostname is its name (docs/design.md#leases-held-by-identity)
+      // an identity tells this pod apart only when its hostname is its name (docs/design.md#leases-r1-only)
       const held = pod && leaseIdentityIsPodName(pod) ? byIdentity : [];
       for (const lease of held) work.push(one('Lease', lease.metadata?.name as string, () => releaseOwnLease(client, ctx, lease, opts)));
     } catch (err) {

@@ -277,7 +277,8 @@ export async function createLock(ns: string, name: string, holder: { name: strin
   });
 }
 
-export async function createLease(ns: string, name: string, holderIdentity: string): Promise<Lease> {
+/** A Lease held by `holderIdentity`; with `ownerReferences` when given. */
+export async function createLease(ns: string, name: string, holderIdentity: string, ownerReferences?: OwnerRef[]): Promise<Lease> {
   const kube = await admin();
   const now = new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
   return kube.request<Lease>({
@@ -286,35 +287,26 @@ export async function createLease(ns: string, name: string, holderIdentity: stri
     body: {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
-      metadata: { name },
+      metadata: { name, ...(ownerReferences ? { ownerReferences } : {}) },
       spec: { holderIdentity, leaseDurationSeconds: 15, acquireTime: now, renewTime: now, leaseTransitions: 2 },
     },
   });
 }
+
+type OwnerRef = { apiVersion: string; kind: string; name: string; uid: string };
 
 /**
  * A Lease as leader-for-life Lease election (nais/elector style) writes it:
  * a single ownerReference to the leader's Pod, which it also names as holder.
  * `owners` replaces the ownerReferences, for Leases that must not count as a lock.
  */
-export async function createOwnedLease(
+export function createOwnedLease(
   ns: string,
   name: string,
   holder: { name: string; uid: string },
-  owners: { apiVersion: string; kind: string; name: string; uid: string }[] = [{ apiVersion: 'v1', kind: 'Pod', ...holder }],
+  owners: OwnerRef[] = [{ apiVersion: 'v1', kind: 'Pod', ...holder }],
 ): Promise<Lease> {
-  const kube = await admin();
-  const now = new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
-  return kube.request<Lease>({
-    method: 'POST',
-    path: `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`,
-    body: {
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      metadata: { name, ownerReferences: owners },
-      spec: { holderIdentity: holder.name, leaseDurationSeconds: 15, acquireTime: now, renewTime: now },
-    },
-  });
+  return createLease(ns, name, holder.name, owners);
 }
 
 async function isGone(read: () => Promise<unknown>): Promise<boolean> {

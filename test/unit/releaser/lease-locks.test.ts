@@ -6,7 +6,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
-import { KubeApiError } from '../../../src/kube/errors.ts';
 import type { Lease, OwnerReference, Pod } from '../../../src/kube/types.ts';
 import type { ContextWithoutClient, ForeignLockClient, HookContext } from '../../../src/releaser/context.ts';
 import type { EventRecorder } from '../../../src/releaser/events.ts';
@@ -15,6 +14,7 @@ import { HeldLeases } from '../../../src/releaser/held-leases.ts';
 import { leaseLocks } from '../../../src/releaser/lock-kinds.ts';
 import { noMetrics } from '../../../src/releaser/metrics.ts';
 import { permissionKey } from '../../../src/releaser/permissions.ts';
+import { memoryObjects, notFound } from './memory-objects.ts';
 
 const self: OwnerReference = { apiVersion: 'v1', kind: 'Pod', name: 'op-0', uid: 'uid-self' };
 const other: OwnerReference = { apiVersion: 'v1', kind: 'Pod', name: 'op-1', uid: 'uid-other' };
@@ -29,33 +29,19 @@ const pod = (owner: OwnerReference, status: Pod['status']): Pod => ({
 });
 const terminated = { name: 'manager', image: 'op', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode: 0 } } };
 
-const notFound = (path: string) => new KubeApiError({ method: 'GET', path, status: 404, reason: 'NotFound', detail: 'not found' });
-
 /** Leases and pods in memory; every call in order; every Event with its message. */
 function setup() {
   const leases = new Map<string, Lease>();
   const pods = new Map<string, Pod>([[self.name, pod(self, { phase: 'Running' })]]);
   const calls: string[] = [];
   const events: string[] = [];
+  const memoryLeases = memoryObjects('Lease', 'leases', leases, calls);
   const client: ForeignLockClient = {
     getConfigMap: async (_ns, name) => Promise.reject(notFound(`configmaps/${name}`)),
     deleteConfigMap: async () => assert.fail('no ConfigMap here'),
-    async getLease(_ns, name) {
-      calls.push(`getLease ${name}`);
-      const lease = leases.get(name);
-      if (!lease) throw notFound(`leases/${name}`);
-      return lease;
-    },
-    async deleteLease(_ns, name, preconditions) {
-      calls.push(`deleteLease ${name} ${JSON.stringify(preconditions)}`);
-      leases.delete(name);
-    },
-    async getPod(_ns, name) {
-      calls.push(`getPod ${name}`);
-      const found = pods.get(name);
-      if (!found) throw notFound(`pods/${name}`);
-      return found;
-    },
+    getLease: memoryLeases.get,
+    deleteLease: memoryLeases.delete,
+    getPod: memoryObjects('Pod', 'pods', pods, calls).get,
   };
   const ctx: ContextWithoutClient = {
     ns: 'ns',

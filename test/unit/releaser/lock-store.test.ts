@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
-import { KubeApiError } from '../../../src/kube/errors.ts';
 import type { ConfigMap, OwnerReference, Pod } from '../../../src/kube/types.ts';
 import type { ContextWithoutClient, ForeignLockClient, HookContext, OwnLockClient } from '../../../src/releaser/context.ts';
 import type { EventRecorder } from '../../../src/releaser/events.ts';
@@ -16,6 +15,7 @@ import { LockCache } from '../../../src/releaser/lock-cache.ts';
 import { noMetrics } from '../../../src/releaser/metrics.ts';
 import { OwnLocks } from '../../../src/releaser/own-locks.ts';
 import { permissionKey } from '../../../src/releaser/permissions.ts';
+import { memoryObjects, notFound } from './memory-objects.ts';
 
 const self: OwnerReference = { apiVersion: 'v1', kind: 'Pod', name: 'op-0', uid: 'uid-self' };
 const other: OwnerReference = { apiVersion: 'v1', kind: 'Pod', name: 'op-1', uid: 'uid-other' };
@@ -29,30 +29,16 @@ const runningPod = (owner: OwnerReference): Pod => ({
   status: { phase: 'Running' },
 });
 
-const notFound = (path: string) => new KubeApiError({ method: 'GET', path, status: 404, reason: 'NotFound', detail: 'not found' });
-
 /** The API as the lock store sees it: ConfigMaps and pods by name, in memory, and every call in order. */
 function memoryApi() {
   const configMaps = new Map<string, ConfigMap>();
   const pods = new Map<string, Pod>([[self.name, runningPod(self)]]);
   const calls: string[] = [];
+  const cms = memoryObjects('ConfigMap', 'configmaps', configMaps, calls);
   const client: ForeignLockClient & OwnLockClient = {
-    async getConfigMap(_ns, name) {
-      calls.push(`getConfigMap ${name}`);
-      const cm = configMaps.get(name);
-      if (!cm) throw notFound(`configmaps/${name}`);
-      return cm;
-    },
-    async getPod(_ns, name) {
-      calls.push(`getPod ${name}`);
-      const pod = pods.get(name);
-      if (!pod) throw notFound(`pods/${name}`);
-      return pod;
-    },
-    async deleteConfigMap(_ns, name, preconditions) {
-      calls.push(`deleteConfigMap ${name} ${JSON.stringify(preconditions)}`);
-      configMaps.delete(name);
-    },
+    getConfigMap: cms.get,
+    getPod: memoryObjects('Pod', 'pods', pods, calls).get,
+    deleteConfigMap: cms.delete,
     async listConfigMapsMetadata() {
       calls.push('listConfigMapsMetadata');
       return { items: [...configMaps.values()] };
