@@ -5,16 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { pino } from 'pino';
 import type { Lease, OwnerReference, Pod } from '../../../src/kube/types.ts';
-import type { ContextWithoutClient, ForeignLockClient, HookContext } from '../../../src/releaser/context.ts';
+import type { ForeignLockClient, HookContext } from '../../../src/releaser/context.ts';
 import type { EventRecorder } from '../../../src/releaser/events.ts';
 import { ForeignLocks } from '../../../src/releaser/foreign-locks.ts';
 import { HeldLeases } from '../../../src/releaser/held-leases.ts';
 import { leaseLocks } from '../../../src/releaser/lock-kinds.ts';
-import { noMetrics } from '../../../src/releaser/metrics.ts';
-import { permissionKey } from '../../../src/releaser/permissions.ts';
-import { memoryObjects, notFound } from './memory-objects.ts';
+import { memoryObjects, notFound, testContext } from './memory-objects.ts';
 
 const self: OwnerReference = { apiVersion: 'v1', kind: 'Pod', name: 'op-0', uid: 'uid-self' };
 const other: OwnerReference = { apiVersion: 'v1', kind: 'Pod', name: 'op-1', uid: 'uid-other' };
@@ -43,17 +40,8 @@ function setup() {
     deleteLease: memoryLeases.delete,
     getPod: memoryObjects('Pod', 'pods', pods, calls).get,
   };
-  const ctx: ContextWithoutClient = {
-    ns: 'ns',
-    podName: self.name,
-    podUid: self.uid,
-    self: { name: self.name, namespace: 'ns', uid: self.uid },
-    log: pino({ level: 'silent' }),
-    clock: { now: () => 0 },
-    metrics: noMetrics,
-    signal: new AbortController().signal,
-    perms: new Map([[permissionKey('pods', 'watch'), false]]),
-  };
+  const ctx = testContext(self);
+
   const recorder: EventRecorder = {
     emit: async (_target, reason, _type, message) => void events.push(`${reason}: ${message}`),
     emitOnBoth: async (_holder, reason, message) => void events.push(`${reason}: ${message}`),

@@ -6,16 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { pino } from 'pino';
 import type { ConfigMap, OwnerReference, Pod } from '../../../src/kube/types.ts';
-import type { ContextWithoutClient, ForeignLockClient, HookContext, OwnLockClient } from '../../../src/releaser/context.ts';
+import type { ForeignLockClient, HookContext, OwnLockClient } from '../../../src/releaser/context.ts';
 import type { EventRecorder } from '../../../src/releaser/events.ts';
 import { ForeignLocks } from '../../../src/releaser/foreign-locks.ts';
 import { LockCache } from '../../../src/releaser/lock-cache.ts';
-import { noMetrics } from '../../../src/releaser/metrics.ts';
 import { OwnLocks } from '../../../src/releaser/own-locks.ts';
-import { permissionKey } from '../../../src/releaser/permissions.ts';
-import { memoryObjects, notFound } from './memory-objects.ts';
+import { memoryObjects, notFound, testContext } from './memory-objects.ts';
 
 const self: OwnerReference = { apiVersion: 'v1', kind: 'Pod', name: 'op-0', uid: 'uid-self' };
 const other: OwnerReference = { apiVersion: 'v1', kind: 'Pod', name: 'op-1', uid: 'uid-other' };
@@ -53,20 +50,7 @@ function memoryApi() {
   return { configMaps, pods, calls, client };
 }
 
-function context(): ContextWithoutClient {
-  return {
-    ns: 'ns',
-    podName: self.name,
-    podUid: self.uid,
-    self: { name: self.name, namespace: 'ns', uid: self.uid },
-    log: pino({ level: 'silent' }),
-    clock: { now: () => 0 },
-    metrics: noMetrics,
-    signal: new AbortController().signal,
-    // the hook may not watch pods here, so no holder watch is needed
-    perms: new Map([[permissionKey('pods', 'watch'), false]]),
-  };
-}
+const context = () => testContext(self);
 
 function recordedEvents() {
   const reasons: string[] = [];
