@@ -62,6 +62,10 @@ export class ForeignLocks implements LockHandler {
       this.#locks.set(name, lock);
     } else {
       lock.update(cm);
+      // A holder may renew its Lease every few seconds: a new version of the
+      // same holder's lock says nothing of the holder, whose own watch (or the
+      // wait report) triggers the next evaluation, which reads the lock again.
+      if (this.#deps.kind.renewable) return;
     }
     void lock.evaluate();
   }

@@ -23,6 +23,8 @@ export interface LockKind {
   delete(client: LockKindClient, ns: string, name: string, preconditions: Preconditions, opts: RequestOptions): Promise<void>;
   /** Why an object with a single Pod owner is not a lock, for the debug line. */
   readonly notALock: string;
+  /** Whether its holder rewrites it while holding it (a Lease's renewTime): then an update alone is no reason to evaluate. */
+  readonly renewable: boolean;
 }
 
 export const configMapLocks: LockKind = {
@@ -31,6 +33,7 @@ export const configMapLocks: LockKind = {
   read: (client, ns, name, opts) => client.getConfigMap(ns, name, opts),
   delete: (client, ns, name, pre, opts) => client.deleteConfigMap(ns, name, pre, opts),
   notALock: 'ConfigMap owned by a pod carries data: not a lock, left to garbage collection',
+  renewable: false,
 };
 
 export const leaseLocks: LockKind = {
@@ -39,6 +42,7 @@ export const leaseLocks: LockKind = {
   read: (client, ns, name, opts) => client.getLease(ns, name, opts),
   delete: (client, ns, name, pre, opts) => client.deleteLease(ns, name, pre, opts),
   notALock: 'Lease owned by a pod has spec.strategy (coordinated leader election): never released',
+  renewable: true,
 };
 
 /** `Kind/name`, as log lines, Events and results name a lock. */

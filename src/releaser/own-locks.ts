@@ -51,9 +51,9 @@ export class OwnLocks implements OwnCandidates, LockHandler {
     return this.#cache.lockName;
   }
 
-  /** Whether this pod holds a ConfigMap lock (candidate) of its own: then it waits for no other. */
+  /** Whether this pod holds a lock (candidate) of its own, a ConfigMap or an owned Lease: then it waits for no other. */
   get holdsLock(): boolean {
-    return this.#locks.size > 0;
+    return this.#locks.size > 0 || (this.#leases.current()?.byOwner.length ?? 0) > 0;
   }
 
   /** Names of the own ConfigMap locks and Leases known now, for the start's log line. */

@@ -104,6 +104,25 @@ describe('Leases owned by a pod, held by another pod (R0, R2, R3)', () => {
     }
   });
 
+  it("reads nothing when a running holder renews its Lease: the holder's watch, not the renewal, triggers the next evaluation", async () => {
+    const s = setup();
+    s.pods.set(other.name, pod(other, { phase: 'Running' }));
+    await s.list(ownedLease('elect', [other]));
+    const before = s.calls.length;
+    const renewed = ownedLease('elect', [other]);
+    renewed.metadata = { ...renewed.metadata, resourceVersion: '8' };
+    s.leases.set('elect', renewed);
+    s.foreign.upsert(renewed, other);
+    for (let turn = 0; turn < 50; turn++) await new Promise(setImmediate);
+    assert.equal(s.calls.length, before, s.calls.join('\n'));
+    // the next evaluation reads the renewed version before anything else
+    s.pods.delete(other.name);
+    const [tracked] = s.foreign.tracked();
+    assert.ok(tracked);
+    await s.foreign.evaluate(tracked);
+    assert.deepEqual(s.calls.slice(before), ['getLease elect', 'getPod op-1', 'getPod op-0', 'deleteLease elect {"uid":"lease-elect","resourceVersion":"8"}']);
+  });
+
   it('keeps the Lease of a holder Failed with a container not reported terminated', async () => {
     const s = setup();
     s.pods.set(other.name, pod(other, { phase: 'Failed', containerStatuses: [{ ...terminated, state: { running: {} } }] }));
