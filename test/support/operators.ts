@@ -39,7 +39,7 @@ export const RELEASE_HOOK_CONTAINER = 'leaderhook-release';
 export function record(
   namespace: string,
   containers: string[] = [OPERATOR_CONTAINER],
-  locks: LockUnderTest[] = [lflLock, leaseLock, clientGoLock],
+  locks: LockUnderTest[] = [lflLock, leaseLock, clientGoLock, josdkLock],
 ): Promise<Recording> {
   return startRecording(namespace, containers, locks);
 }
@@ -196,18 +196,29 @@ export const leaseLock: LeaderLock<V1Lease> = {
 };
 
 /**
- * client-go-operator's Lease: a LeaderElector holds it as the pod's name, which
- * every process of the pod shares (the split-brain check: the whole identity,
- * and a restarted container may go on under it).
+ * The Lease `name` of an operator whose LeaderElector holds it as the pod's
+ * name, which every process of the pod shares (the split-brain check: the
+ * whole identity, and a restarted container may go on under it).
  */
-export const clientGoLock: LeaderLock<V1Lease> = {
-  kind: 'Lease',
-  name: 'client-go-operator-lock',
-  heartbeat: 'client-go-operator-lock-heartbeat',
-  leaseIdentity: 'pod',
-  events: (recording) => recording.leases.filter((event) => event.object.metadata?.name === 'client-go-operator-lock'),
-  holderOf: (lease) => lockHolderOf('Lease', lease)?.pod,
-};
+function podNameLease(name: string): LeaderLock<V1Lease> {
+  return {
+    kind: 'Lease',
+    name,
+    heartbeat: `${name}-heartbeat`,
+    leaseIdentity: 'pod',
+    events: (recording) => recording.leases.filter((event) => event.object.metadata?.name === name),
+    holderOf: (lease) => lockHolderOf('Lease', lease)?.pod,
+  };
+}
+
+/** client-go-operator's Lease: a LeaderElector holds it as the pod's name. */
+export const clientGoLock = podNameLease('client-go-operator-lock');
+
+/**
+ * josdk-operator's Lease: the Java Operator SDK's LeaderElectionManager holds
+ * it, through fabric8's LeaderElector, as $HOSTNAME, the pod's name.
+ */
+export const josdkLock = podNameLease('josdk-operator-lock');
 
 /** The lock each operator of test/operators elects its leader by. */
 export function leaderLockOf(operator: string): LeaderLock<V1ConfigMap> | LeaderLock<V1Lease> {
@@ -218,7 +229,9 @@ export function leaderLockOf(operator: string): LeaderLock<V1ConfigMap> | Leader
       return leaseLock;
     case 'client-go-operator':
       return clientGoLock;
+    case 'josdk-operator':
+      return josdkLock;
     default:
-      throw new Error(`no leader lock known for operator ${operator} (test/operators has lfl-operator, lease-operator and client-go-operator)`);
+      throw new Error(`no leader lock known for operator ${operator} (test/operators has lfl-operator, lease-operator, client-go-operator and josdk-operator)`);
   }
 }
