@@ -2,201 +2,27 @@
  * An operator on client-go's LeaderElector alone (test/operators/cmd/client-go-operator):
  * its Lease held as the pod's name, ReleaseOnCancel left false, a 15 s
  * lease. leaderhook's hook counts a Lease whose holderIdentity is exactly
- * POD_NAME as its pod's own (docs/design.md#leases-r1-only), so:
- * - without leaderhook (control), deleting the leader pod hands the lease on
- *   only once it has expired: it always names a holder, and the next holder
- *   acquires it no earlier than the old leader's last renewal + 15 s;
- * - with leaderhook, the old pod's hook writes client-go's release record by
- *   R1 after the operator has stopped, and another pod leads well before the
- *   old lease would have expired;
- * - with leaderhook, a crash of the leader's operator container, which the
- *   kubelet restarts, releases nothing (docs/design.md#what-is-never-released):
- *   the restarted process, under the same identity, renews the lease at once
- *   (client-go takes a lease naming itself as its own), the standby never
- *   leads and the hook is not restarted.
- * Each run is recorded and passes the split-brain check. Durations are
- * printed (and appended to LEADERHOOK_FAILOVER_OUT when set), never asserted
- * beyond the lease's 15 s.
+ * POD_NAME as its pod's own (docs/design.md#leases-r1-only), so: without
+ * leaderhook the leader pod deleted hands the lease on only once it has
+ * expired; with leaderhook its hook releases the lease by R1 and another pod
+ * leads well before; a crash of the leader's container releases nothing and
+ * the restarted process renews its own lease at once
+ * (test/support/pod-name-lease-failover.ts says each scenario's assertions).
  *
  * Needs the leaderhook and operator images (scripts/build-local-image.sh,
  * test/operators/build.sh). Run inside the cluster's network namespace:
  *   test/cluster/in-netns.sh node_modules/.bin/node --test test/e2e/client-go-operator.test.ts
  */
-import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { containerStatus } from '../support/container-runs.ts';
 import { connectTestCluster } from '../support/kube.ts';
-import { installLeaderhook, setUpWithHook, setUpWithoutHook } from '../support/leaderhook.ts';
-import { clientGoLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
-import type { Recording } from '../support/recorder.ts';
-import {
-  finishRecording,
-  heartbeats,
-  hookSigtermLine,
-  lastRenewal,
-  loggedBy,
-  logOf,
-  observedPod,
-  releaseEvents,
-  waitForRecorded,
-} from '../support/recording.ts';
-import { expiredLeaseMarks, hookedLeaseMarks, mark, printTimeline } from '../support/timeline.ts';
-import {
-  assertHandover,
-  assertInjected,
-  assertLeaseReleasedByR1,
-  assertNotInjected,
-  assertOneLeaderThroughout,
-  assertOrderlyStop,
-  failOverLease,
-  waitForSteadyLeader,
-  whoLeads,
-} from '../support/takeover.ts';
+import { clientGoLock } from '../support/operators.ts';
+import { describePodNameLeaseFailover } from '../support/pod-name-lease-failover.ts';
 
 connectTestCluster();
 
-const out = process.env.LEADERHOOK_FAILOVER_OUT;
-/** The operator's lease duration (test/operators/cmd/client-go-operator). */
-const leaseDurationMs = 15_000;
-/** Long enough for one steady leader first (waitForSteadyLeader), short enough that only one crash falls within the test. */
-const crashAfter = '20s';
-
-/** The Lease, as last recorded before `before`, names `leader` by its pod name alone: the identity the hook counts as its pod's own. */
-function assertHeldAsPodName(recording: Recording, leader: string, before: number): void {
-  const lease = clientGoLock
-    .events(recording)
-    .filter((event) => event.at < before)
-    .at(-1);
-  assert.equal(lease?.object.spec?.holderIdentity, leader, `holderIdentity is the leader's pod name ${leader}`);
-}
-
-describe('client-go-operator (client-go LeaderElector, Lease held as the pod name)', () => {
-  let uninstall: (() => Promise<void>) | undefined;
-  before(async () => {
-    uninstall = await installLeaderhook();
-  });
-  after(async () => {
-    await uninstall?.();
-  });
-
-  test('without leaderhook (control): the leader pod deleted, another pod leads only once the lease has expired', async (t) => {
-    const scenario = await setUpWithoutHook(t, 'client-go-operator', { shape: 'deployment' });
-    const { recording } = scenario;
-    const failover = await failOverLease(scenario, clientGoLock);
-    const { leader, deleteIssued, newLeader, taken } = failover;
-    await finishRecording(recording);
-
-    printTimeline(t, 'client-go-operator without leaderhook', expiredLeaseMarks(recording, clientGoLock, failover), deleteIssued, out);
-    t.diagnostic(whoLeads(recording, newLeader, deleteIssued));
-
-    assertNotInjected(recording);
-    assertHeldAsPodName(recording, leader, deleteIssued);
-    assertOrderlyStop(recording, clientGoLock, leader, deleteIssued);
-    assert.ok(
-      clientGoLock.events(recording).every((event) => clientGoLock.holderOf(event.object)),
-      'the lease always names a holder (no release on cancel, no hook)',
-    );
-    const { expiresAt } = lastRenewal(recording, clientGoLock, leader);
-    const acquireTime = taken.object.spec?.acquireTime;
-    const acquiredAt = acquireTime ? new Date(acquireTime).getTime() : undefined;
-    // Both times are the node's clock (the old leader's renewTime, the new one's acquireTime).
-    assert.ok(
-      expiresAt !== undefined && acquiredAt !== undefined && acquiredAt >= expiresAt,
-      `the lease was acquired (${acquireTime}) only once the old one had expired (${expiresAt === undefined ? undefined : new Date(expiresAt).toISOString()})`,
-    );
-    assertHandover(recording, clientGoLock, leader, newLeader);
-  });
-
-  test('with leaderhook: the leader pod deleted, its hook releases the lease (R1); another pod leads well before it would have expired', async (t) => {
-    const scenario = await setUpWithHook(t, 'client-go-operator', { shape: 'deployment' });
-    const { recording } = scenario;
-    const failover = await failOverLease(scenario, clientGoLock);
-    const { leader, deleteIssued, newLeader } = failover;
-    await waitForRecorded(recording, 'the R1 LeaderLockReleased Event of the old pod', async () => releaseEvents(recording, leader, 'R1').length > 0, 10_000);
-    await finishRecording(recording);
-
-    printTimeline(t, 'client-go-operator with leaderhook', hookedLeaseMarks(recording, clientGoLock, failover), deleteIssued, out);
-    t.diagnostic(whoLeads(recording, newLeader, deleteIssued));
-
-    assertHeldAsPodName(recording, leader, deleteIssued);
-    assertOrderlyStop(recording, clientGoLock, leader, deleteIssued);
-    assertLeaseReleasedByR1(recording, clientGoLock, failover);
-  });
-
-  test('with leaderhook: the leader crashes and is restarted; nothing is released, the restarted operator renews its own lease at once', async (t) => {
-    const scenario = await setUpWithHook(t, 'client-go-operator', { shape: 'deployment', extraArgs: [`--crash-after=${crashAfter}`] });
-    const { recording } = scenario;
-    const { leader, standby } = await waitForSteadyLeader(recording, clientGoLock.heartbeat);
-    t.diagnostic(`leader ${leader}, standby ${standby}; every operator process exits 1 after ${crashAfter}`);
-
-    const restartedLeading = await waitForRecorded(
-      recording,
-      'the leader\'s restarted operator to log "became leader"',
-      async () => loggedBy(recording, 'became leader').find((line) => line.pod === leader && line.restartCount >= 1),
-      120_000,
-    );
-    await waitForRecorded(
-      recording,
-      "the leader's restarted operator to write 10 heartbeats",
-      async () => heartbeats(recording, clientGoLock.heartbeat).filter((beat) => beat.processID === restartedLeading.fields.processID).length >= 10,
-      30_000,
-    );
-    // A few seconds of the restarted operator leading, with the standby contending.
-    await sleep(3_000);
-    await finishRecording(recording);
-
-    const crashed = logOf(recording, leader, 'crashing');
-    const renewalBeforeCrash = clientGoLock
-      .events(recording)
-      .filter((event) => crashed && event.at < crashed.at)
-      .at(-1)?.object.spec;
-    const renewedAt = renewalBeforeCrash?.renewTime ? new Date(renewalBeforeCrash.renewTime).getTime() : undefined;
-    printTimeline(
-      t,
-      'client-go-operator with leaderhook, leader crashed',
-      [
-        ...mark('old leader logged "crashing"', crashed?.at),
-        ...mark('lease last renewed before the crash (renewTime)', renewedAt),
-        ...mark(`lease would have expired (renewTime + ${leaseDurationMs / 1000} s)`, renewedAt === undefined ? undefined : renewedAt + leaseDurationMs),
-        ...mark('restarted operator logged "became leader"', restartedLeading.at),
-      ],
-      crashed?.at ?? restartedLeading.at,
-      out,
-    );
-
-    assertInjected(recording);
-    assert.ok(crashed, `the leader's operator crashed (--crash-after=${crashAfter})`);
-    const pod = observedPod(recording, leader);
-    assert.ok((containerStatus(pod, OPERATOR_CONTAINER)?.restartCount ?? 0) >= 1, "the kubelet restarted the leader's operator container");
-    assert.equal(containerStatus(pod, RELEASE_HOOK_CONTAINER)?.restartCount, 0, 'the hook itself was not restarted');
-    assert.equal(hookSigtermLine(recording, leader), undefined, "the leader's hook got no SIGTERM");
-    assert.deepEqual(
-      recording.events.filter((e) => e.object.reason === 'LeaderLockReleased' || e.object.reason === 'LeaderLockWouldRelease').map((e) => e.object.message),
-      [],
-      'no release recorded',
-    );
-
-    // client-go takes a lease that names its own identity as its own: the
-    // restarted process renewed it, keeping acquireTime and leaseTransitions,
-    // before it could expire, and the lease never named anyone else.
-    const leases = clientGoLock.events(recording).map((event) => event.object.spec);
-    assert.deepEqual([...new Set(leases.map((spec) => spec?.holderIdentity))], [leader], 'the lease named the leader pod throughout');
-    assert.equal(
-      new Set(leases.map((spec) => String(spec?.acquireTime))).size,
-      1,
-      `one acquireTime throughout: ${leases.map((spec) => spec?.acquireTime).join(', ')}`,
-    );
-    assert.equal(new Set(leases.map((spec) => spec?.leaseTransitions ?? 0)).size, 1, 'no leader transition');
-    assert.ok(
-      renewedAt !== undefined && restartedLeading.at < renewedAt + leaseDurationMs,
-      `the restarted operator led (${restartedLeading.at}) before the lease would have expired (${renewedAt} + ${leaseDurationMs} ms)`,
-    );
-    assert.deepEqual(
-      [...new Set(loggedBy(recording, 'became leader').map((line) => line.pod))],
-      [leader],
-      'only the leader pod ever logged "became leader": the standby never led',
-    );
-    assertOneLeaderThroughout(recording, clientGoLock, [leader]);
-  });
+describePodNameLeaseFailover({
+  operator: 'client-go-operator',
+  title: 'client-go-operator (client-go LeaderElector, Lease held as the pod name)',
+  lock: clientGoLock,
+  // test/operators/cmd/client-go-operator
+  leaseDurationMs: 15_000,
 });
