@@ -76,8 +76,9 @@ jkey="$(cd "$here" && { cat build.sh "$jdk/release"; find "$op" -path "$op/targe
 archive="$cache/$op-$jkey.tar"
 if [[ ! -f "$archive" ]]; then
 	echo "building $op ($jkey)" >&2
-	(cd "$here/$op" && JAVA_HOME="$jdk" mvn -B -q -Dmaven.repo.local="${LEADERHOOK_CACHE:-$HOME/.cache/leaderhook}/maven" package) ||
-		{ echo "build.sh: mvn package in $here/$op failed" >&2; exit 1; }
+	# Maven's output goes to a log, shown when it fails: -q still prints colour codes.
+	(cd "$here/$op" && JAVA_HOME="$jdk" mvn -B -q -Dmaven.repo.local="${LEADERHOOK_CACHE:-$HOME/.cache/leaderhook}/maven" package) >"$cache/$op-mvn.log" 2>&1 ||
+		{ cat "$cache/$op-mvn.log" >&2; echo "build.sh: mvn package in $here/$op failed (log: $cache/$op-mvn.log)" >&2; exit 1; }
 	target="$here/$op/target"
 	modules="$("$jdk/bin/jdeps" --ignore-missing-deps --print-module-deps --multi-release 17 --class-path "$target/lib/*" "$target/$op.jar" "$target"/lib/*.jar 2>/dev/null | tail -1)"
 	[[ "$modules" == java.base* ]] || { echo "build.sh: jdeps found no modules for $op: $modules" >&2; exit 1; }
