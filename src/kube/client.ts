@@ -70,7 +70,7 @@ export const paths = {
 export interface KubeClient {
   readonly config: ClusterConfig;
   /** Bytes of response bodies received so far (requests and watch streams): what the hook's start costs the API server. */
-  readonly stats: { bytesReceived: number };
+  readonly stats: Readonly<{ bytesReceived: number }>;
   request<T>(req: ApiRequest): Promise<T>;
   /** Opens a streaming GET (watch); resolves once a 200 response has started. */
   openStream(req: StreamRequest): Promise<http.IncomingMessage>;

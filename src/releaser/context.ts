@@ -2,7 +2,7 @@ import type { KubeClient } from '../kube/client.ts';
 import type { Logger } from '../line-log.ts';
 import type { EventTarget } from './events.ts';
 import type { ReleaserMetrics } from './metrics.ts';
-import { can, type Permissions } from './permissions.ts';
+import type { KnownPermissions } from './permissions.ts';
 import { REQUEST_TIMEOUT_MS } from './request-timeout.ts';
 
 export interface Clock {
@@ -27,8 +27,8 @@ export interface HookContext {
   readonly metrics: ReleaserMetrics;
   /** Aborted on SIGTERM and on stop(): watches, retries, reports and their requests end. */
   readonly signal: AbortSignal;
-  /** Set once the start's access reviews have answered; until then (or when they failed) everything counts as allowed. */
-  perms: Permissions | undefined;
+  /** Learned once the start's access reviews have answered; until then (or when they failed) everything counts as allowed. */
+  readonly perms: KnownPermissions;
 }
 
 /**
@@ -45,7 +45,7 @@ export type OwnLockClient = Pick<KubeClient, 'getConfigMap' | 'listConfigMapsMet
 
 /** Whether the hook may `verb` `resource` in its namespace, as far as it knows. */
 export function allowed(ctx: Pick<HookContext, 'perms'>, resource: string, verb: string): boolean {
-  return can(ctx.perms, resource, verb);
+  return ctx.perms.can(resource, verb);
 }
 
 /** Background requests: bounded, and cancelled when the hook stops or SIGTERM comes. */

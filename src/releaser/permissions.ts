@@ -21,6 +21,33 @@ export function can(perms: Permissions | undefined, resource: string, verb: stri
 }
 
 /**
+ * What the hook knows of its permissions: nothing until the start's access
+ * reviews answer (everything counts as allowed, and failures are logged
+ * then), and from then on their answers. Only the start learns them; every
+ * other part only asks.
+ */
+export class KnownPermissions {
+  #perms: Permissions | undefined;
+
+  constructor(perms?: Permissions) {
+    this.#perms = perms;
+  }
+
+  /** The reviews' answers, once they came. */
+  get answered(): Permissions | undefined {
+    return this.#perms;
+  }
+
+  learn(perms: Permissions): void {
+    this.#perms = perms;
+  }
+
+  can(resource: string, verb: string): boolean {
+    return can(this.#perms, resource, verb);
+  }
+}
+
+/**
  * One SelfSubjectAccessReview per verb, in parallel, at start. Missing
  * permissions are logged in one line with what they disable; the hook keeps
  * running with what it has.

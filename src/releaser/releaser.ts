@@ -26,6 +26,7 @@ import { leaseLocks } from './lock-kinds.ts';
 import { noMetrics, type ReleaserMetrics, startMetrics } from './metrics.ts';
 import { OwnLocks } from './own-locks.ts';
 import { lockNameFromAnnotations, type OwnDecision, observeMode } from './rules.ts';
+import { KnownPermissions } from './permissions.ts';
 import { checkPermissionsOrAssume, logRunning, readOwnPod, reportMissingPermissions, requirePodIdentity } from './start.ts';
 import { Terminator } from './terminate.ts';
 import { WaitReporter } from './wait-reports.ts';
@@ -116,7 +117,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     clock: options.clock ?? { now: Date.now },
     metrics,
     signal: background.signal,
-    perms: undefined,
+    perms: new KnownPermissions(),
   };
   const events = eventRecorder(ctx);
   const cache = new LockCache(ctx, options.lockName || undefined);
@@ -142,7 +143,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
 
   async function start(): Promise<void> {
     const [perms, pod] = await Promise.all([checkPermissionsOrAssume(ctx), readOwnPod(ctx)]);
-    ctx.perms = perms;
+    if (perms) ctx.perms.learn(perms);
     if (background.signal.aborted || !pod) return;
     void reportMissingPermissions(ctx, events, pod);
     const lockName = lockNameFromAnnotations(pod) ?? cache.lockName;

@@ -55,7 +55,7 @@ export async function readOwnPod(ctx: HookContext): Promise<Pod | undefined> {
 
 /** Missing permissions, where an administrator looks: a Warning Event on this pod and a metric, besides the log line. */
 export async function reportMissingPermissions(ctx: HookContext, events: EventRecorder, ownPod: Pod): Promise<void> {
-  const perms = ctx.perms;
+  const perms = ctx.perms.answered;
   if (!perms) return;
   const missing = requiredPermissions.flatMap((p) => p.verbs.filter((verb) => !can(perms, p.resource, verb)).map((verb) => ({ resource: p.resource, verb })));
   if (missing.length === 0) return;

@@ -11,7 +11,7 @@ import type { HookContext } from '../../../src/releaser/context.ts';
 import { eventRecorder } from '../../../src/releaser/events.ts';
 import { ForeignLocks } from '../../../src/releaser/foreign-locks.ts';
 import { noMetrics } from '../../../src/releaser/metrics.ts';
-import { permissionKey } from '../../../src/releaser/permissions.ts';
+import { KnownPermissions, permissionKey } from '../../../src/releaser/permissions.ts';
 
 const holder: OwnerReference = { apiVersion: 'v1', kind: 'Pod', name: 'op-1', uid: 'uid-holder' };
 const lock: ConfigMap = { metadata: { name: 'op-lock', namespace: 'ns', uid: 'cm-1', resourceVersion: '7', ownerReferences: [holder] } };
@@ -37,7 +37,7 @@ async function evaluateKeptLock(log: Logger): Promise<void> {
     clock: { now: () => 0 },
     metrics: noMetrics,
     signal: new AbortController().signal,
-    perms: new Map([[permissionKey('pods', 'watch'), false]]),
+    perms: new KnownPermissions(new Map([[permissionKey('pods', 'watch'), false]])),
   };
   const foreign = new ForeignLocks(ctx, {
     client,

@@ -8,7 +8,7 @@ import type { Preconditions } from '../../../src/kube/client.ts';
 import { KubeApiError } from '../../../src/kube/errors.ts';
 import type { ContextWithoutClient } from '../../../src/releaser/context.ts';
 import { noMetrics } from '../../../src/releaser/metrics.ts';
-import { permissionKey } from '../../../src/releaser/permissions.ts';
+import { KnownPermissions, permissionKey } from '../../../src/releaser/permissions.ts';
 
 /** The context of the hook of pod `self` in namespace `ns`, silent, at time 0; it may not watch pods, so no holder watch is needed. */
 export function testContext(self: { name: string; uid: string }): ContextWithoutClient {
@@ -21,7 +21,7 @@ export function testContext(self: { name: string; uid: string }): ContextWithout
     clock: { now: () => 0 },
     metrics: noMetrics,
     signal: new AbortController().signal,
-    perms: new Map([[permissionKey('pods', 'watch'), false]]),
+    perms: new KnownPermissions(new Map([[permissionKey('pods', 'watch'), false]])),
   };
 }
 

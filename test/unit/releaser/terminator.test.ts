@@ -13,6 +13,7 @@ import type { HookContext } from '../../../src/releaser/context.ts';
 import { eventRecorder } from '../../../src/releaser/events.ts';
 import { noMetrics } from '../../../src/releaser/metrics.ts';
 import { type OwnCandidates, Terminator } from '../../../src/releaser/terminate.ts';
+import { KnownPermissions } from '../../../src/releaser/permissions.ts';
 
 const uid = 'uid-self';
 const now = Date.parse('2026-01-01T00:00:00Z');
@@ -76,7 +77,7 @@ function run(ownPod: Pod, candidates: OwnCandidates, observe = false) {
     clock: { now: () => now },
     metrics: noMetrics,
     signal: new AbortController().signal,
-    perms: undefined,
+    perms: new KnownPermissions(),
   };
   const terminator = new Terminator(
     ctx,

@@ -11,6 +11,7 @@ import type { EventRecorder } from '../../../src/releaser/events.ts';
 import type { ForeignLockView } from '../../../src/releaser/foreign-lock-view.ts';
 import { noMetrics } from '../../../src/releaser/metrics.ts';
 import { WaitReporter } from '../../../src/releaser/wait-reports.ts';
+import { KnownPermissions } from '../../../src/releaser/permissions.ts';
 
 const holder: OwnerReference = { apiVersion: 'v1', kind: 'Pod', name: 'op-1', uid: 'uid-holder' };
 const holderPod: Pod = { metadata: { name: 'op-1', namespace: 'ns', uid: 'uid-holder' }, spec: { nodeName: 'node-a', containers: [] } };
@@ -31,7 +32,7 @@ function reporter(view: ForeignLockView, now: number) {
     clock: { now: () => now },
     metrics: noMetrics,
     signal: new AbortController().signal,
-    perms: undefined,
+    perms: new KnownPermissions(),
   };
   const evaluated: ForeignLockView[] = [];
   const foreign = {
