@@ -76,6 +76,8 @@ export interface KubeClient {
   openStream(req: StreamRequest): Promise<http.IncomingMessage>;
 
   getPod(ns: string, name: string, opts?: RequestOptions): Promise<Pod>;
+  /** Whole pods: the release hook lists them only at SIGTERM, to prove a hostname unique. */
+  listPods(ns: string, opts?: ListOptions): Promise<List<Pod>>;
   getConfigMap(ns: string, name: string, opts?: RequestOptions): Promise<ConfigMap>;
   /** Metadata only (PartialObjectMetadataList): no `data`, so the size does not grow with the namespace. */
   listConfigMapsMetadata(ns: string, opts?: ListOptions): Promise<List<ConfigMap>>;
@@ -127,6 +129,7 @@ export function createKubeClient(config: ClusterConfig): KubeClient {
     request,
     openStream: (req) => transport.openStream(req),
     getPod: (ns, name, opts) => request<Pod>({ method: 'GET', path: paths.pod(ns, name), ...opts }),
+    listPods: (ns, opts) => request<List<Pod>>({ method: 'GET', path: paths.pods(ns), query: listQuery(opts), ...pickRequest(opts) }),
     getConfigMap: (ns, name, opts) => request<ConfigMap>({ method: 'GET', path: paths.configMap(ns, name), ...opts }),
     listConfigMapsMetadata: (ns, opts) =>
       request<List<ConfigMap>>({ method: 'GET', path: paths.configMaps(ns), query: listQuery(opts), accept: metadataAccept.list, ...pickRequest(opts) }),

@@ -20,6 +20,8 @@ export interface HookContext {
   readonly ns: string;
   readonly podName: string;
   readonly podUid: string;
+  /** The hostname this process sees, which is the operator's (a pod's containers share it); unset outside a pod. */
+  readonly hostname?: string;
   /** This pod, as the subject of an Event. */
   readonly self: EventTarget;
   readonly log: Logger;

@@ -1,32 +1,40 @@
 /**
  * The Leases of this pod, known ahead of SIGTERM so R1 needs no list then:
- * one list-watch of the namespace's Leases (whole objects), of which this
- * pod's are kept — those it holds by identity
- * (docs/design.md#leases-r1-only) and those it owns by
- * ownerReference (docs/design.md#leases-owned-by-a-pod). The same watch
- * feeds the store of Leases owned by any pod, which R0, R2 and R3 handle
- * like ConfigMap locks.
+ * one list-watch of the namespace's Leases (whole objects), all kept, since
+ * which of them this pod holds by identity is decided at SIGTERM with its live
+ * pod (docs/design.md#leases-held-by-identity); those it owns by
+ * ownerReference (docs/design.md#leases-owned-by-a-pod) are known at once.
+ * The same watch feeds the store of Leases owned by any pod, which R0, R2 and
+ * R3 handle like ConfigMap locks.
  */
 import { paths } from '../kube/client.ts';
 import type { Lease } from '../kube/types.ts';
 import { startWatch, type Watcher } from '../kube/watch.ts';
 import { allowed, type HookContext } from './context.ts';
+import { heldByName } from './lease-identity.ts';
 import type { LockObject } from './lock-kinds.ts';
 import { LockStore } from './lock-store.ts';
-import { isOwnLease, leaseLockOwner } from './rules.ts';
+import { leaseLockOwner } from './rules.ts';
 
-/** This pod's Leases: held by identity (given the leaderless record) and owned by its UID (deleted). */
+/** This pod's Leases: held by identity (given the leaderless record once proven its) and owned by its UID (deleted). */
 export interface OwnLeases {
   byIdentity: Lease[];
   byOwner: Lease[];
 }
 
-/** Sorts Leases into this pod's; an owned Lease is never also held by identity (isOwnLease). */
-export function ownLeases(items: Lease[], self: { podName: string; podUid: string }): OwnLeases {
+/**
+ * Sorts Leases into this pod's: held by one of `names` (lease-identity.ts),
+ * or owned by `podUid`. An owned Lease is never also held by identity.
+ */
+export function ownLeases(items: readonly Lease[], self: { podUid: string; names: readonly string[] }): OwnLeases {
   return {
-    byIdentity: items.filter((l) => isOwnLease(l, self.podName)),
-    byOwner: items.filter((l) => leaseLockOwner(l)?.uid === self.podUid && !l.metadata?.deletionTimestamp),
+    byIdentity: items.filter((l) => heldByName(l, self.names)),
+    byOwner: items.filter((l) => ownedBy(l, self.podUid)),
   };
+}
+
+function ownedBy(lease: Lease, podUid: string): boolean {
+  return leaseLockOwner(lease)?.uid === podUid && !lease.metadata?.deletionTimestamp;
 }
 
 export class HeldLeases {
@@ -40,14 +48,20 @@ export class HeldLeases {
     this.#ctx = ctx;
   }
 
-  /** This pod's Leases; undefined unless the watch has listed and is connected. */
-  current(): OwnLeases | undefined {
-    return this.#watch?.synced && this.#watch.healthy ? ownLeases([...this.#leases.values()], this.#ctx) : undefined;
+  /** Every Lease of the namespace; undefined unless the watch has listed and is connected. */
+  current(): Lease[] | undefined {
+    return this.#watch?.synced && this.#watch.healthy ? [...this.#leases.values()] : undefined;
   }
 
-  /** Their names as the watch last saw them, for the start's log line. */
+  /** Whether this pod owns a Lease, as the connected watch sees them. */
+  ownsOne(): boolean {
+    return this.current()?.some((l) => ownedBy(l, this.#ctx.podUid)) ?? false;
+  }
+
+  /** The Leases held as this pod's name or owned by it, as the watch last saw them, for the start's log line. */
   names(): string[] {
-    return [...this.#leases.keys()];
+    const own = ownLeases([...this.#leases.values()], { podUid: this.#ctx.podUid, names: [this.#ctx.podName] });
+    return [...own.byIdentity, ...own.byOwner].map((l) => l.metadata?.name as string);
   }
 
   /** Starts the watch; resolves once it has listed (at once when the hook may not list and watch Leases). */
@@ -70,23 +84,19 @@ export class HeldLeases {
       listed();
       return;
     }
-    const mine = (lease: Lease) => {
-      const own = ownLeases([lease], ctx);
-      return own.byIdentity.length + own.byOwner.length > 0;
-    };
     this.#watch = startWatch<Lease>(
       { client: ctx.client, path: paths.leases(ctx.ns), mode: 'list-watch', what: 'Leases', logger: ctx.log },
       {
         onList: (items) => {
           this.#leases.clear();
-          for (const lease of items) if (mine(lease) && lease.metadata?.name) this.#leases.set(lease.metadata.name, lease);
+          for (const lease of items) if (lease.metadata?.name) this.#leases.set(lease.metadata.name, lease);
           this.locks.replace(items);
           listed();
         },
         onEvent: (type, lease) => {
           const name = lease.metadata?.name;
           if (!name) return;
-          if (type !== 'DELETED' && mine(lease)) this.#leases.set(name, lease);
+          if (type !== 'DELETED') this.#leases.set(name, lease);
           else this.#leases.delete(name);
           this.locks.apply(type, lease);
         },

@@ -4,6 +4,7 @@
  * that is stopping anyway. `leaderhook release` (src/commands/release.ts)
  * turns flags and environment into these options.
  */
+import { hostname } from 'node:os';
 import { inClusterConfig, kubeconfigConfig } from '../kube/config.ts';
 import { createKubeClient } from '../kube/client.ts';
 import { createLineLogger, type Logger } from '../line-log.ts';
@@ -25,7 +26,7 @@ export async function startReleaseProcess(options: ReleaseProcessOptions): Promi
   const config = options.kubeconfig ? await kubeconfigConfig(options.kubeconfig) : inClusterConfig();
   const client = createKubeClient(config);
   const { kubeconfig: _k, logger: _l, ...rest } = options;
-  const releaser = await runReleaser({ ...rest, client, logger });
+  const releaser = await runReleaser({ hostname: hostname(), ...rest, client, logger });
   installSignalHandlers(releaser, logger);
   return releaser;
 }

@@ -1,6 +1,6 @@
 import type { Logger } from '../line-log.ts';
 
-export type ReleaseOutcome = 'released' | 'observed' | 'moved' | 'failed';
+export type ReleaseOutcome = 'released' | 'observed' | 'moved' | 'kept' | 'failed';
 
 /** What the hook counts. The no-op version costs nothing when the port is off (the default). */
 export interface ReleaserMetrics {
@@ -36,7 +36,7 @@ export async function startMetrics(port: number, logger: Logger): Promise<Releas
   prom.collectDefaultMetrics({ register: registry });
   const releases = new prom.Counter({
     name: 'leaderhook_hook_releases_total',
-    help: 'Lock releases decided by the hook, by rule (R0-R3), lock kind and outcome (released, observed, moved, failed).',
+    help: 'Lock releases decided by the hook, by rule (R0-R3), lock kind and outcome (released, observed, moved, kept: a Lease identity another pod could carry, failed).',
     labelNames: ['rule', 'kind', 'outcome'],
     registers: [registry],
   });

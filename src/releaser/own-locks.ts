@@ -5,9 +5,9 @@
  * pod holds, hands them to the SIGTERM path.
  */
 import { isNotFound } from '../kube/errors.ts';
-import type { ConfigMap, OwnerReference } from '../kube/types.ts';
+import type { ConfigMap, Lease, OwnerReference } from '../kube/types.ts';
 import { allowed, backgroundRequest, type ContextWithoutClient, type OwnLockClient } from './context.ts';
-import { type HeldLeases, type OwnLeases, ownLeases } from './held-leases.ts';
+import type { HeldLeases } from './held-leases.ts';
 import type { LockCache, LockHandler } from './lock-cache.ts';
 import type { LockObject } from './lock-kinds.ts';
 import { lockCandidateOwner, lockOwner } from './rules.ts';
@@ -25,7 +25,7 @@ interface OwnLock {
 export interface OwnLockSources {
   client: OwnLockClient;
   cache: Pick<LockCache, 'subscribe' | 'lockName' | 'locksLive'>;
-  leases: Pick<HeldLeases, 'current' | 'names'>;
+  leases: Pick<HeldLeases, 'current' | 'ownsOne' | 'names'>;
   releaseTimeoutMs: number;
 }
 
@@ -53,7 +53,7 @@ export class OwnLocks implements OwnCandidates, LockHandler {
 
   /** Whether this pod holds a lock (candidate) of its own, a ConfigMap or an owned Lease: then it waits for no other. */
   get holdsLock(): boolean {
-    return this.#locks.size > 0 || (this.#leases.current()?.byOwner.length ?? 0) > 0;
+    return this.#locks.size > 0 || this.#leases.ownsOne();
   }
 
   /** Names of the own ConfigMap locks and Leases known now, for the start's log line. */
@@ -138,13 +138,17 @@ export class OwnLocks implements OwnCandidates, LockHandler {
     return [...known, ...read.filter(mine)];
   }
 
-  /** The own Leases: the watch's when it is connected, else one list (when the hook may list them). */
-  async leases(signal: AbortSignal): Promise<OwnLeases> {
+  /**
+   * Every Lease of the namespace, for R1 to sort out its own with the live
+   * pod: the watch's when it is connected, else one list (when the hook may
+   * list them).
+   */
+  async leases(signal: AbortSignal): Promise<Lease[]> {
     const ctx = this.#ctx;
     const held = this.#leases.current();
     if (held) return held;
-    if (!allowed(ctx, 'leases', 'list')) return { byIdentity: [], byOwner: [] };
+    if (!allowed(ctx, 'leases', 'list')) return [];
     const list = await this.#client.listLeases(ctx.ns, { signal, timeoutMs: this.#releaseTimeoutMs });
-    return ownLeases(list.items, ctx);
+    return list.items;
   }
 }

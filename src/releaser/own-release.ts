@@ -7,25 +7,29 @@
  */
 import type { KubeClient } from '../kube/client.ts';
 import { isNotFound } from '../kube/errors.ts';
-import type { ConfigMap, Pod } from '../kube/types.ts';
-import type { ContextWithoutClient } from './context.ts';
+import type { ConfigMap, Lease, Pod } from '../kube/types.ts';
+import { allowed, type ContextWithoutClient } from './context.ts';
 import type { EventRecorder } from './events.ts';
-import type { OwnLeases } from './held-leases.ts';
+import { ownLeases } from './held-leases.ts';
+import { decideIdentityRelease, heldByName, ownIdentityNames } from './lease-identity.ts';
 import { configMapLocks, leaseLocks } from './lock-kinds.ts';
 import { type LockWriteOutcome, type OwnLockWriter, releaseOwnLease, releaseOwnLock } from './release-as-read.ts';
 import type { TerminateResult } from './releaser.ts';
-import { decideOwnRelease, leaseIdentityIsPodName, observeMode } from './rules.ts';
+import { decideOwnRelease, observeMode } from './rules.ts';
 
 /** This pod's own locks, as R1 gets them. */
 export interface OwnCandidates {
   /** The own ConfigMap locks, in full (a version known to carry no data). */
   locks(signal: AbortSignal): Promise<ConfigMap[]>;
-  /** The own Leases: held by identity, and owned by this pod's UID. */
-  leases(signal: AbortSignal): Promise<OwnLeases>;
+  /** Every Lease of the namespace: which are this pod's is decided with its live read. */
+  leases(signal: AbortSignal): Promise<Lease[]>;
 }
 
-/** What R1 asks of the API: the own pod, and a read and a guarded write of each own lock. */
-export type OwnReleaseClient = OwnLockWriter & Pick<KubeClient, 'getPod'>;
+/**
+ * What R1 asks of the API: the own pod, the namespace's pods when a Lease
+ * may be held by identity, and a read and a guarded write of each own lock.
+ */
+export type OwnReleaseClient = OwnLockWriter & Pick<KubeClient, 'getPod' | 'listPods'>;
 
 export interface OwnReleaseSettings {
   marginSeconds: number;
@@ -110,17 +114,43 @@ export class OwnRelease {
       result.failed.push(`finding own ConfigMap locks: ${(err as Error).message}`);
     }
     try {
-      const { byIdentity, byOwner } = await leasesP;
+      const names = ownIdentityNames(pod as Pod, ctx.hostname);
+      const { byIdentity, byOwner } = ownLeases(await leasesP, { podUid, names });
       // owned by this pod's UID: deleted like its ConfigMap lock (docs/design.md#leases-owned-by-a-pod)
       for (const lease of byOwner) work.push(one('Lease', lease.metadata?.name as string, () => releaseOwnLock(client, ctx, leaseLocks, lease, opts)));
-      // an identity tells this pod apart only when its hostname is its name (docs/design.md#leases-r1-only)
-      const held = pod && leaseIdentityIsPodName(pod) ? byIdentity : [];
-      for (const lease of held) work.push(one('Lease', lease.metadata?.name as string, () => releaseOwnLease(client, ctx, lease, opts)));
+      // listed once the Leases' versions are in hand: a pod that took one since is in the list (docs/design.md#leases-held-by-identity)
+      const pods = byIdentity.length > 0 ? await this.#listPods(opts) : undefined;
+      for (const lease of byIdentity) {
+        const id = `Lease/${lease.metadata?.name}`;
+        const proof = pods
+          ? decideIdentityRelease(lease, ctx, pods)
+          : { release: false as const, others: [], message: 'the hook may not list pods, so nothing proves no other pod carries its hostname: left to expire' };
+        if (!proof.release) {
+          log.info({ rule: 'R1', lock: id, holder: lease.spec?.holderIdentity, others: proof.others }, `R1: ${id} kept: ${proof.message}`);
+          result.kept.push(`${id}: ${proof.message}`);
+          metrics.release('R1', 'Lease', 'kept');
+          continue;
+        }
+        // a version read again after a conflict is released only if a new pod list proves it ours again
+        const stillOurs = async (current: Lease) => {
+          if (!heldByName(current, names)) return false;
+          const fresh = await this.#listPods(opts);
+          return fresh !== undefined && decideIdentityRelease(current, ctx, fresh).release;
+        };
+        work.push(one('Lease', lease.metadata?.name as string, () => releaseOwnLease(client, ctx, lease, stillOurs, opts)));
+      }
     } catch (err) {
       warn({ err }, 'R1: finding own Leases failed');
       result.failed.push(`finding own Leases: ${(err as Error).message}`);
     }
     await Promise.all(work);
+  }
+
+  /** The namespace's pods, read live; undefined when the hook may not list them. */
+  async #listPods(opts: { signal: AbortSignal; timeoutMs: number }): Promise<Pod[] | undefined> {
+    const ctx = this.#ctx;
+    if (!allowed(ctx, 'pods', 'list')) return undefined;
+    return (await this.#client.listPods(ctx.ns, opts)).items;
   }
 
   /** An Event on this pod for each lock released or, observing, that would have been. */

@@ -7,7 +7,7 @@ import { REQUEST_TIMEOUT_MS } from './request-timeout.ts';
 export const requiredPermissions = [
   { group: '', resource: 'configmaps', verbs: ['get', 'list', 'watch', 'delete'] },
   { group: 'coordination.k8s.io', resource: 'leases', verbs: ['get', 'list', 'watch', 'update', 'delete'] },
-  { group: '', resource: 'pods', verbs: ['get', 'watch'] },
+  { group: '', resource: 'pods', verbs: ['get', 'list', 'watch'] },
   { group: '', resource: 'events', verbs: ['create'] },
 ] as const;
 
@@ -104,6 +104,7 @@ export function permissionEffects(perms: Permissions): string[] {
   if (!can(perms, 'leases', 'get') || !can(perms, 'leases', 'update')) effects.push('Leases cannot be released');
   if (!can(perms, 'leases', 'delete')) effects.push('Leases owned by a pod cannot be released: garbage collection frees them');
   if (!can(perms, 'pods', 'get')) effects.push('no release at all: every release needs a live read of the pod');
+  if (!can(perms, 'pods', 'list')) effects.push('Leases held by identity are never released: no pod list proves their hostname unique');
   if (!can(perms, 'pods', 'watch')) effects.push('holder pods are re-checked only every wait-report interval');
   if (!can(perms, 'events', 'create')) effects.push('no Events: releases and waits are only logged');
   return effects;

@@ -8,7 +8,7 @@ import { isConflict, isNotFound } from '../kube/errors.ts';
 import type { Lease } from '../kube/types.ts';
 import type { HookContext } from './context.ts';
 import type { LockKind, LockKindClient, LockObject } from './lock-kinds.ts';
-import { isOwnLease, releasedLease } from './rules.ts';
+import { releasedLease } from './rules.ts';
 
 /** What the guarded writes of the own locks ask of the API. */
 export type OwnLockWriter = LockKindClient & Pick<KubeClient, 'updateLease'>;
@@ -24,7 +24,7 @@ export async function releaseAsRead<T>(
   read: T,
   release: (lock: T) => Promise<unknown>,
   reread: () => Promise<T>,
-  stillOurs: (lock: T) => boolean,
+  stillOurs: (lock: T) => boolean | Promise<boolean>,
 ): Promise<LockWriteOutcome> {
   try {
     await release(read);
@@ -40,7 +40,7 @@ export async function releaseAsRead<T>(
     if (isNotFound(err)) return 'moved';
     throw err;
   }
-  if (!stillOurs(fresh)) return 'moved';
+  if (!(await stillOurs(fresh))) return 'moved';
   try {
     await release(fresh);
     return 'released';
@@ -67,11 +67,16 @@ export function releaseOwnLock(
   );
 }
 
-/** Writes the leaderless record over the own Lease, guarded by the resourceVersion read. */
+/**
+ * Writes the leaderless record over the own Lease, guarded by the
+ * resourceVersion read; after a conflict, only while `stillOurs` proves the
+ * version read again this pod's.
+ */
 export function releaseOwnLease(
   client: OwnLockWriter,
-  self: Pick<HookContext, 'ns' | 'podName' | 'clock'>,
+  self: Pick<HookContext, 'ns' | 'clock'>,
   lease: Lease,
+  stillOurs: (current: Lease) => Promise<boolean>,
   opts: RequestOptions,
 ): Promise<LockWriteOutcome> {
   const name = lease.metadata?.name as string;
@@ -79,6 +84,6 @@ export function releaseOwnLease(
     lease,
     (current) => client.updateLease(self.ns, releasedLease(current, self.clock.now()), opts),
     () => client.getLease(self.ns, name, opts),
-    (current) => isOwnLease(current, self.podName),
+    stillOurs,
   );
 }

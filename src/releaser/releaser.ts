@@ -37,6 +37,8 @@ export interface ReleaserOptions {
   podName: string;
   podNamespace: string;
   podUid: string;
+  /** The hostname the process sees (main.ts: os.hostname()); an identity may carry it when it is an FQDN of the pod's hostname. */
+  hostname?: string;
   /** Pins the ConfigMap lock's name; pod annotation leaderhook.io/lock wins. Discovered when unset. */
   lockName?: string;
   /** R1: a SIGTERM must come this long before the deletion deadline (default releaseDefaults.marginSeconds). */
@@ -62,6 +64,8 @@ export interface TerminateResult {
   observed: string[];
   /** Locks that were already gone or changed hands. */
   moved: string[];
+  /** Leases held by an identity that another pod could carry, left to expire, each with why. */
+  kept: string[];
   failed: string[];
   durationMs: number;
   /**
@@ -112,6 +116,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     ns,
     podName,
     podUid,
+    hostname: options.hostname,
     self: { name: podName, namespace: ns, uid: podUid },
     log,
     clock: options.clock ?? { now: Date.now },

@@ -56,37 +56,6 @@ export function leaseLockOwner(lease: Lease | undefined): OwnerReference | undef
   return lockCandidateOwner(lease);
 }
 
-/**
- * A Lease held by this pod: holderIdentity is the pod name, or starts with
- * the pod name and "_" (controller-runtime's `hostname_uuid`; a pod's
- * hostname is its name). Never the node's hostname, never a prefix without
- * the separator ("op-1" must not match "op-10_...").
- */
-export function isOwnLease(lease: Lease | undefined, podName: string): boolean {
-  const holder = lease?.spec?.holderIdentity;
-  if (!holder || !podName) return false;
-  // A Lease with a strategy is one the API server elects its holder for
-  // (coordinated leader election): not the holder's to give up
-  // (docs/design.md#leases-r1-only).
-  if (lease?.spec?.strategy) return false;
-  // A Lease owned by a pod is released by the ownerReference rule only,
-  // never also by identity (docs/design.md#leases-owned-by-a-pod).
-  if (lockCandidateOwner(lease)) return false;
-  return holder === podName || holder.startsWith(`${podName}_`);
-}
-
-/**
- * Whether a Lease identity can name this pod at all. controller-runtime's
- * identity is `hostname_uuid`; a pod with hostNetwork has the node's hostname
- * (shared with every other such pod on the node), and `spec.hostname`
- * replaces the pod name: then a matching identity may belong to another pod.
- */
-export function leaseIdentityIsPodName(pod: Pod): boolean {
-  if (pod.spec?.hostNetwork) return false;
-  const hostname = pod.spec?.hostname;
-  return !hostname || hostname === pod.metadata?.name;
-}
-
 export type OwnRefusal = 'ownPodGone' | 'ownPodReplaced' | 'notBeingDeleted' | 'pastDeadline' | 'badDeletionTimestamp';
 
 export type OwnDecision = { release: true; rule: 'R1'; message: string } | { release: false; refusal: OwnRefusal; message: string };

@@ -8,7 +8,7 @@ import type { Pod } from '../kube/types.ts';
 import { backgroundRequest, type HookContext } from './context.ts';
 import type { EventRecorder } from './events.ts';
 import { can, checkPermissions, type Permissions, permissionEffects, requiredPermissions } from './permissions.ts';
-import { leaseIdentityIsPodName } from './rules.ts';
+import { ownIdentityNames } from './lease-identity.ts';
 
 /** The downward-API identity a hook cannot run without, by option, environment variable and flag. */
 const identity = [
@@ -76,11 +76,9 @@ export function logRunning(
     ctx.log.error({ liveUid: pod.metadata?.uid, podUid: ctx.podUid }, 'own pod has another UID than POD_UID: R1 will never release');
   }
   const { lockName, observe, marginSeconds, releaseTimeoutMs } = settings;
-  ctx.log.info({ lockName: lockName ?? '(discover)', observe, marginSeconds, releaseTimeoutMs, podUid: ctx.podUid }, 'release hook running');
-  if (!leaseIdentityIsPodName(pod)) {
-    ctx.log.info(
-      { hostNetwork: pod.spec?.hostNetwork === true, hostname: pod.spec?.hostname },
-      "this pod's hostname is not its name, so no Lease identity can be told apart from another pod's: Leases are never released",
-    );
+  const leaseIdentities = ownIdentityNames(pod, ctx.hostname);
+  ctx.log.info({ lockName: lockName ?? '(discover)', observe, marginSeconds, releaseTimeoutMs, podUid: ctx.podUid, leaseIdentities }, 'release hook running');
+  if (leaseIdentities.length === 0) {
+    ctx.log.info({ hostNetwork: true }, "this pod's hostname is its node's, shared with other pods: no Lease is ever released as held by its identity");
   }
 }

@@ -40,6 +40,7 @@ export class Terminator {
       released: [],
       observed: [],
       moved: [],
+      kept: [],
       failed: [],
       durationMs: 0,
     };
@@ -82,6 +83,7 @@ export class Terminator {
       released: [...result.released],
       observed: [...result.observed],
       moved: [...result.moved],
+      kept: [...result.kept],
       failed: [...result.failed],
       durationMs: Math.round((performance.now() - started) * 10) / 10,
       ...(timedOut ? { timedOut: phase } : {}),
@@ -101,6 +103,7 @@ export class Terminator {
       released: result.released,
       observed: result.observed,
       moved: result.moved,
+      kept: result.kept,
       failed: result.failed,
     };
     const d = result.decision;
@@ -114,7 +117,8 @@ export class Terminator {
     } else if (result.failed.length > 0) {
       log.warn(fields, `SIGTERM: some own locks could not be released (${d.message})${lateEvents}`);
     } else if (result.released.length + result.observed.length === 0) {
-      log.info(fields, `SIGTERM: operator stopped; this pod holds no lock (${d.message})`);
+      const kept = result.kept.length > 0 ? `; left to expire: ${result.kept.join('; ')}` : '';
+      log.info(fields, `SIGTERM: operator stopped; this pod holds no lock it can prove its own (${d.message})${kept}`);
     } else {
       const what = result.observed.length > 0 ? `would release ${result.observed.join(', ')} (observe mode)` : `released ${result.released.join(', ')}`;
       log[lateEvents ? 'warn' : 'info'](fields, `SIGTERM: ${what} (${d.message})${lateEvents}`);

@@ -227,6 +227,44 @@ export async function createPod(
   });
 }
 
+/**
+ * A real ReplicaSet whose `replicas` pods the controller creates on `node`,
+ * with createPod's spec and `spec` added; resolves with them once all exist.
+ */
+export async function createReplicaSet(ns: string, name: string, node: string, replicas: number, spec: Record<string, unknown> = {}): Promise<Pod[]> {
+  const kube = await admin();
+  const labels = { app: name };
+  await kube.request({
+    method: 'POST',
+    path: `/apis/apps/v1/namespaces/${ns}/replicasets`,
+    body: {
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      metadata: { name },
+      spec: {
+        replicas,
+        selector: { matchLabels: labels },
+        template: {
+          metadata: { labels },
+          spec: {
+            nodeName: node,
+            serviceAccountName: 'operator',
+            automountServiceAccountToken: false,
+            terminationGracePeriodSeconds: 30,
+            tolerations: tolerateFakeNode,
+            containers: [{ name: 'manager', image: pauseImage, imagePullPolicy: 'Never' }],
+            ...spec,
+          },
+        },
+      },
+    },
+  });
+  return waitFor(`${replicas} pods of ReplicaSet ${name}`, async () => {
+    const list = await kube.request<List<Pod>>({ method: 'GET', path: `/api/v1/namespaces/${ns}/pods?labelSelector=app%3D${name}` });
+    return list.items.length === replicas && list.items;
+  });
+}
+
 type ContainerState = 'running' | 'terminated' | 'waiting';
 
 /**

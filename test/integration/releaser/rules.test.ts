@@ -18,6 +18,7 @@ import {
   createNamespace,
   createOwnedLease,
   createPod,
+  createReplicaSet,
   deleteNode,
   deletePod,
   events,
@@ -181,6 +182,80 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
       assert.deepEqual(result.released, ['ConfigMap/op-lock'], "the ConfigMap lock is still this pod's by UID");
       const kube = await admin();
       assert.equal((await kube.getLease(ns.name, 'op-lease')).metadata?.resourceVersion, lease.metadata?.resourceVersion, 'Lease untouched');
+    });
+  });
+
+  describe('R1 for a Lease held as a hostname (docs/design.md#leases-held-by-identity)', () => {
+    const uuid = '6f0d3c2a-1b7e-4c55-9d1e-0a1b2c3d4e5f';
+    /** SIGTERM while the pod is being deleted; resolves with the result and whether the Lease kept its version. */
+    async function terminate(ns: TestNamespace, pod: Pod, lease: Lease) {
+      const h = await hook(ns, pod);
+      await h.releaser.ready;
+      await deletePod(ns.name, pod.metadata?.name as string, 30);
+      const result = await h.releaser.onTerminate();
+      const after = await (await admin()).getLease(ns.name, lease.metadata?.name as string);
+      return { h, result, untouched: after.metadata?.resourceVersion === lease.metadata?.resourceVersion, after };
+    }
+
+    it('releases a Lease held as its spec.hostname (with a subdomain) when no other pod can carry that hostname', async () => {
+      const ns = await namespace('lh-r1-hostname');
+      const pod = await createPod(ns.name, 'op-0', node, { spec: { hostname: 'operator', subdomain: 'ops' } });
+      await createPod(ns.name, 'op-1', node);
+      const lease = await createLease(ns.name, 'op-lease', `operator_${uuid}`);
+      const { result, after } = await terminate(ns, pod, lease);
+      assert.deepEqual(result.released, ['Lease/op-lease']);
+      assert.equal(after.spec?.holderIdentity ?? '', '');
+    });
+
+    it('releases a Lease held as the hostname the kubelet cuts from a name over 63 characters, when no other pod shares it', async () => {
+      const ns = await namespace('lh-r1-long');
+      const name = `${'operator-'.repeat(7)}0`;
+      const hostname = name.slice(0, 63).replace(/[-.]+$/, '');
+      assert.ok(name.length > 63 && hostname !== name);
+      const pod = await createPod(ns.name, name, node);
+      const lease = await createLease(ns.name, 'op-lease', `${hostname}_${uuid}`);
+      const { result } = await terminate(ns, pod, lease);
+      assert.deepEqual(result.released, ['Lease/op-lease']);
+    });
+
+    it('must not release: two replicas of a ReplicaSet share spec.hostname, so the identity may be the running one', async () => {
+      const ns = await namespace('lh-r1-shared');
+      const [leaving, staying] = await createReplicaSet(ns.name, 'op', node, 2, { hostname: 'operator' });
+      assert.ok(leaving && staying);
+      const lease = await createLease(ns.name, 'op-lease', `operator_${uuid}`);
+      const { h, result, untouched } = await terminate(ns, leaving, lease);
+      assert.ok(result.decision.release, 'R1 itself decided to release');
+      assert.deepEqual(result.released, []);
+      assert.ok(untouched, 'the Lease keeps its version: nothing was written');
+      assert.match(result.kept.join('\n'), new RegExp(`Lease/op-lease: .*${staying.metadata?.name}`));
+      const line = logsWith(h.logs, (l) => l.rule === 'R1' && l.lock === 'Lease/op-lease' && /kept/.test(l.msg))[0];
+      assert.ok(line, 'one log line says why it was kept');
+      assert.equal((await events(ns.name, 'LeaderLockReleased')).length, 0);
+    });
+
+    it('must not release: two pods whose names over 63 characters the kubelet cuts to the same hostname', async () => {
+      const ns = await namespace('lh-r1-cut');
+      const base = 'operator-'.repeat(7);
+      const [a, b] = [`${base}replica-a`, `${base}replica-b`];
+      const hostname = a.slice(0, 63).replace(/[-.]+$/, '');
+      assert.equal(hostname, b.slice(0, 63).replace(/[-.]+$/, ''), 'both names cut to one hostname');
+      const leaving = await createPod(ns.name, a, node);
+      await createPod(ns.name, b, node);
+      const lease = await createLease(ns.name, 'op-lease', `${hostname}_${uuid}`);
+      const { result, untouched } = await terminate(ns, leaving, lease);
+      assert.deepEqual(result.released, []);
+      assert.ok(untouched, 'the Lease keeps its version: nothing was written');
+      assert.match(result.kept.join('\n'), new RegExp(b));
+    });
+
+    it('releases once the other pod sharing the hostname has finished (every container terminated)', async () => {
+      const ns = await namespace('lh-r1-shared-done');
+      const pod = await createPod(ns.name, 'op-0', node, { spec: { hostname: 'operator' } });
+      await createPod(ns.name, 'op-old', node, { spec: { hostname: 'operator' } });
+      await setPodStatus(ns.name, 'op-old', 'Failed', 'Evicted');
+      const lease = await createLease(ns.name, 'op-lease', `operator_${uuid}`);
+      const { result } = await terminate(ns, pod, lease);
+      assert.deepEqual(result.released, ['Lease/op-lease']);
     });
   });
 

@@ -18,7 +18,7 @@ describe('the hook permissions leaderhook check reviews', () => {
       (r.apiGroups ?? []).flatMap((group) => (r.resources ?? []).flatMap((resource) => (r.verbs ?? []).map((verb) => `${group}/${resource}/${verb}`))),
     );
     assert.deepEqual(hookPermissions.map((p) => `${p.group}/${p.resource}/${p.verb}`).sort(), granted.sort());
-    assert.equal(hookPermissions.length, 12);
+    assert.equal(hookPermissions.length, 13);
   });
 
   it("asks as the ServiceAccount's token would authenticate: its user name and its groups", () => {

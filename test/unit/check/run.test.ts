@@ -50,7 +50,7 @@ describe('runChecks', () => {
     assert.match(results[0]!.detail, /Kubernetes v1.34.4, as kubernetes-admin/);
     assert.match(results[2]!.detail, /for leaderhook-webhook.leaderhook-system.svc; \d+ days left/);
     assert.match(results[5]!.detail, /injected by leaderhook 0.1.0, hook image leaderhook.test\/leaderhook:dev/);
-    assert.match(results[6]!.detail, /all 12 permissions/);
+    assert.match(results[6]!.detail, /all 13 permissions/);
     assert.match(results[8]!.detail, /on node node-1/);
   });
 

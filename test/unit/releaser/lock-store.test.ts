@@ -69,7 +69,7 @@ function store(api: ReturnType<typeof memoryApi>) {
   const own = new OwnLocks(ctx, {
     client: api.client,
     cache,
-    leases: { current: () => ({ byIdentity: [], byOwner: [] }), names: () => [] },
+    leases: { current: () => [], ownsOne: () => false, names: () => [] },
     releaseTimeoutMs: 1000,
   });
   const { events, reasons } = recordedEvents();
@@ -182,7 +182,7 @@ describe('the own locks at SIGTERM', () => {
     const own = new OwnLocks(ctx, {
       client: api.client,
       cache,
-      leases: { current: () => ({ byIdentity: [], byOwner: [] }), names: () => [] },
+      leases: { current: () => [], ownsOne: () => false, names: () => [] },
       releaseTimeoutMs: 1000,
     });
     for (const h of handlers) h.upsert(mine, self);
@@ -190,7 +190,7 @@ describe('the own locks at SIGTERM', () => {
     await new Promise(setImmediate);
     api.calls.length = 0;
     assert.deepEqual(await own.locks(new AbortController().signal), [mine]);
-    assert.deepEqual(await own.leases(new AbortController().signal), { byIdentity: [], byOwner: [] });
+    assert.deepEqual(await own.leases(new AbortController().signal), []);
     assert.deepEqual(api.calls, []);
   });
 
@@ -199,9 +199,14 @@ describe('the own locks at SIGTERM', () => {
     const mine = configMap('op-lock', self, '4');
     api.configMaps.set('op-lock', mine);
     const cache = { subscribe: () => {}, lockName: 'op-lock', locksLive: false };
-    const own = new OwnLocks(context(), { client: api.client, cache, leases: { current: () => undefined, names: () => [] }, releaseTimeoutMs: 1000 });
+    const own = new OwnLocks(context(), {
+      client: api.client,
+      cache,
+      leases: { current: () => undefined, ownsOne: () => false, names: () => [] },
+      releaseTimeoutMs: 1000,
+    });
     assert.deepEqual(await own.locks(new AbortController().signal), [mine]);
-    assert.deepEqual(await own.leases(new AbortController().signal), { byIdentity: [], byOwner: [] });
+    assert.deepEqual(await own.leases(new AbortController().signal), []);
     assert.deepEqual(api.calls, ['getConfigMap op-lock', 'listLeases']);
   });
 });

@@ -6,8 +6,6 @@ import {
   decideOwnRelease,
   isConfigMapLock,
   isHolderFinished,
-  isOwnLease,
-  leaseIdentityIsPodName,
   leaseLockOwner,
   lockNameFromAnnotations,
   lockCandidateOwner,
@@ -96,33 +94,6 @@ describe('isConfigMapLock', () => {
   });
 });
 
-describe('isOwnLease', () => {
-  const lease = (holderIdentity?: string): Lease => ({ metadata: { name: 'l' }, spec: holderIdentity === undefined ? {} : { holderIdentity } });
-  it('matches the pod name exactly', () => assert.equal(isOwnLease(lease('op-0'), 'op-0'), true));
-  it('matches controller-runtime identity pod_uuid', () => assert.equal(isOwnLease(lease('op-0_4f1c2a9e-7b1d'), 'op-0'), true));
-  it('refuses a longer pod name sharing the prefix', () => {
-    assert.equal(isOwnLease(lease('op-01_4f1c'), 'op-0'), false);
-    assert.equal(isOwnLease(lease('op-0-abc'), 'op-0'), false);
-  });
-  it('refuses the node hostname and other identities', () => {
-    assert.equal(isOwnLease(lease('node-1_4f1c'), 'op-0'), false);
-    assert.equal(isOwnLease(lease('node-1'), 'op-0'), false);
-  });
-  it('refuses a Lease of coordinated leader election (spec.strategy set), whose holder the API server picks', () => {
-    const coordinated: Lease = { metadata: { name: 'l' }, spec: { holderIdentity: 'op-0', strategy: 'OldestEmulationVersion' } };
-    assert.equal(isOwnLease(coordinated, 'op-0'), false);
-  });
-  it('refuses empty holders and empty pod names', () => {
-    assert.equal(isOwnLease(lease(''), 'op-0'), false);
-    assert.equal(isOwnLease(lease(undefined), 'op-0'), false);
-    assert.equal(isOwnLease(lease('_x'), ''), false);
-  });
-  it('refuses a truncated hostname of a pod name over 63 characters', () => {
-    const name = 'a'.repeat(70);
-    assert.equal(isOwnLease(lease(`${name.slice(0, 63)}_uuid`), name), false);
-  });
-});
-
 describe('leaseLockOwner (docs/design.md#leases-owned-by-a-pod)', () => {
   const pod: OwnerReference = { apiVersion: 'v1', kind: 'Pod', name: 'op-0', uid: 'uid-0' };
   const owned = (ownerReferences: OwnerReference[], spec: Lease['spec'] = { holderIdentity: 'op-0' }): Lease => ({
@@ -138,11 +109,6 @@ describe('leaseLockOwner (docs/design.md#leases-owned-by-a-pod)', () => {
   });
   it('refuses a Lease of coordinated leader election (spec.strategy set)', () => {
     assert.equal(leaseLockOwner(owned([pod], { holderIdentity: 'op-0', strategy: 'OldestEmulationVersion' })), undefined);
-  });
-  it('takes an owned Lease out of the identity match: one release, by the ownerReference rule', () => {
-    assert.equal(isOwnLease(owned([pod]), 'op-0'), false);
-    // two owners make it no lock: the identity match applies as before
-    assert.equal(isOwnLease(owned([pod, { ...pod, name: 'op-1', uid: 'uid-1' }]), 'op-0'), true);
   });
 });
 
@@ -322,18 +288,5 @@ describe('annotations and workloads', () => {
     assert.equal(sameWorkload(a, b), true);
     assert.equal(sameWorkload(a, c), false);
     assert.equal(sameWorkload({ metadata: {} } as Pod, { metadata: {} } as Pod), false);
-  });
-});
-
-describe('leaseIdentityIsPodName', () => {
-  it('is true for an ordinary pod, whose hostname is its name', () => {
-    assert.equal(leaseIdentityIsPodName({ metadata: { name: 'op-0' }, spec: { containers: [] } }), true);
-  });
-  it("is false with hostNetwork: the hostname is the node's, shared with other pods", () => {
-    assert.equal(leaseIdentityIsPodName({ metadata: { name: 'op-0' }, spec: { hostNetwork: true, containers: [] } }), false);
-  });
-  it('is false when spec.hostname replaces the name', () => {
-    assert.equal(leaseIdentityIsPodName({ metadata: { name: 'op-0' }, spec: { hostname: 'operator', containers: [] } }), false);
-    assert.equal(leaseIdentityIsPodName({ metadata: { name: 'op-0' }, spec: { hostname: 'op-0', containers: [] } }), true);
   });
 });

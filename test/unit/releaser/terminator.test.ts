@@ -32,13 +32,20 @@ const lock: ConfigMap = {
 const lease: Lease = { metadata: { name: 'op-lease', namespace: 'ns', resourceVersion: '3' }, spec: { holderIdentity: 'op-0_abc', leaseDurationSeconds: 15 } };
 
 /** A client that answers only what R1 asks, and records each call. */
-function stubClient(ownPod: Pod) {
+/** Methods a test answers its own way; they record their calls in `calls` themselves. */
+type Overrides = (calls: string[]) => Record<string, unknown>;
+
+function stubClient(ownPod: Pod, otherPods: Pod[], overrides: Overrides) {
   const calls: string[] = [];
   const client = {
     stats: { bytesReceived: 0 },
     getPod: async (_ns: string, name: string) => {
       calls.push(`getPod ${name}`);
       return ownPod;
+    },
+    listPods: async () => {
+      calls.push('listPods');
+      return { items: [ownPod, ...otherPods] };
     },
     deleteConfigMap: async (_ns: string, name: string, pre: unknown) => {
       calls.push(`deleteConfigMap ${name} ${JSON.stringify(pre)}`);
@@ -54,6 +61,7 @@ function stubClient(ownPod: Pod) {
       calls.push(`createEvent ${e.reason}`);
       return e;
     },
+    ...overrides(calls),
   };
   const unexpected = (method: string) => () => {
     throw new KubeApiError({ method, path: '(stub)', status: 0, reason: 'Unexpected', detail: `${method} was not expected` });
@@ -64,8 +72,17 @@ function stubClient(ownPod: Pod) {
   return { client: full, calls };
 }
 
-function run(ownPod: Pod, candidates: OwnCandidates, observe = false) {
-  const { client, calls } = stubClient(ownPod);
+function run(
+  ownPod: Pod,
+  candidates: OwnCandidates,
+  {
+    observe = false,
+    otherPods = [],
+    overrides = () => ({}),
+    perms,
+  }: { observe?: boolean; otherPods?: Pod[]; overrides?: Overrides; perms?: KnownPermissions } = {},
+) {
+  const { client, calls } = stubClient(ownPod, otherPods, overrides);
   let stopped = 0;
   const ctx: HookContext = {
     client,
@@ -77,7 +94,7 @@ function run(ownPod: Pod, candidates: OwnCandidates, observe = false) {
     clock: { now: () => now },
     metrics: noMetrics,
     signal: new AbortController().signal,
-    perms: new KnownPermissions(),
+    perms: perms ?? new KnownPermissions(),
   };
   const terminator = new Terminator(
     ctx,
@@ -94,7 +111,7 @@ function run(ownPod: Pod, candidates: OwnCandidates, observe = false) {
 
 const given = (locks: ConfigMap[], leases: Lease[], owned: Lease[] = []): OwnCandidates => ({
   locks: async () => locks,
-  leases: async () => ({ byIdentity: leases, byOwner: owned }),
+  leases: async () => [...leases, ...owned],
 });
 /** A leader-for-life Lease owned by this pod (docs/design.md#leases-owned-by-a-pod). */
 const ownedLease: Lease = {
@@ -117,6 +134,7 @@ describe('terminator (R1 without watches)', () => {
     assert.deepEqual(r.calls.filter((c) => !c.startsWith('createEvent')).sort(), [
       'deleteConfigMap op-lock {"uid":"cm-1","resourceVersion":"7"}',
       'getPod op-0',
+      'listPods',
       'updateLease op-lease holder=""',
     ]);
     assert.equal(r.calls.filter((c) => c === 'createEvent LeaderLockReleased').length, 2, 'one Event per lock');
@@ -130,7 +148,7 @@ describe('terminator (R1 without watches)', () => {
   });
 
   it('in observe mode names what it would release and changes nothing', async () => {
-    const r = run(pod(30), given([lock], []), true);
+    const r = run(pod(30), given([lock], []), { observe: true });
     const result = await r.onTerminate();
     assert.deepEqual(result.observed, ['ConfigMap/op-lock']);
     assert.deepEqual(result.released, []);
@@ -140,7 +158,7 @@ describe('terminator (R1 without watches)', () => {
   it("in the webhook's observe mode (the flag) changes nothing, though the pod's annotation turns observe off", async () => {
     const annotated = pod(30);
     annotated.metadata = { ...annotated.metadata, annotations: { 'leaderhook.io/observe': 'false' } };
-    const r = run(annotated, given([lock], [lease]), true);
+    const r = run(annotated, given([lock], [lease]), { observe: true });
     const result = await r.onTerminate();
     assert.deepEqual(result.observed.sort(), ['ConfigMap/op-lock', 'Lease/op-lease']);
     assert.deepEqual(result.released, []);
@@ -161,7 +179,7 @@ describe('terminator (R1 without watches)', () => {
       locks: async () => {
         throw new Error('listing ConfigMaps: 503');
       },
-      leases: async () => ({ byIdentity: [lease], byOwner: [] }),
+      leases: async () => [lease],
     });
     const result = await r.onTerminate();
     assert.deepEqual(result.released, ['Lease/op-lease']);
@@ -194,9 +212,76 @@ describe('terminator (R1 without watches)', () => {
   });
 
   it('in observe mode names the owned Lease and deletes nothing', async () => {
-    const r = run(pod(30), given([], [], [ownedLease]), true);
+    const r = run(pod(30), given([], [], [ownedLease]), { observe: true });
     const result = await r.onTerminate();
     assert.deepEqual(result.observed, ['Lease/op-elect']);
     assert.ok(!r.calls.some((c) => c.startsWith('deleteLease')), r.calls.join('\n'));
+  });
+
+  describe('a Lease held by identity (docs/design.md#leases-held-by-identity)', () => {
+    const withHostname = (hostname: string): Pod => {
+      const p = pod(30);
+      return { ...p, spec: { ...p.spec, containers: p.spec?.containers ?? [], hostname } };
+    };
+    const replica = (name: string, hostname?: string): Pod => ({
+      metadata: { name, namespace: 'ns', uid: `uid-${name}` },
+      spec: { containers: [{ name: 'manager' }], ...(hostname ? { hostname } : {}) },
+      status: { phase: 'Running' },
+    });
+    const held = (holderIdentity: string): Lease => ({ ...lease, spec: { ...lease.spec, holderIdentity } });
+
+    it('releases one held as its spec.hostname when no other pod can carry it', async () => {
+      const r = run(withHostname('operator'), given([], [held('operator_abc')]), { otherPods: [replica('op-1')] });
+      const result = await r.onTerminate();
+      assert.deepEqual(result.released, ['Lease/op-lease']);
+      assert.deepEqual(result.kept, []);
+    });
+
+    it('keeps it, writing nothing, when a replica shares the spec.hostname', async () => {
+      const r = run(withHostname('operator'), given([], [held('operator_abc')]), { otherPods: [replica('op-1', 'operator')] });
+      const result = await r.onTerminate();
+      assert.deepEqual(result.released, []);
+      assert.equal(result.kept.length, 1);
+      assert.match(result.kept[0] ?? '', /^Lease\/op-lease: .*op-1/);
+      assert.ok(!r.calls.some((c) => c.startsWith('updateLease') || c.startsWith('createEvent')), r.calls.join('\n'));
+    });
+
+    it('keeps it when the hook may not list pods: nothing proves the name unique', async () => {
+      const perms = new KnownPermissions(new Map([['pods/list', false]]));
+      const r = run(pod(30), given([], [lease]), { perms });
+      const result = await r.onTerminate();
+      assert.deepEqual(result.released, []);
+      assert.match(result.kept[0] ?? '', /may not list pods/);
+      assert.ok(!r.calls.includes('listPods') && !r.calls.some((c) => c.startsWith('updateLease')), r.calls.join('\n'));
+    });
+
+    it('after a conflict, writes the version read again only if a new pod list still proves it its own', async () => {
+      let lists = 0;
+      const r = run(withHostname('operator'), given([], [held('operator_abc')]), {
+        overrides: (calls) => ({
+          // a replica sharing the hostname appears between the first list and the second
+          listPods: async () => {
+            calls.push('listPods');
+            lists++;
+            return { items: lists === 1 ? [withHostname('operator')] : [withHostname('operator'), replica('op-1', 'operator')] };
+          },
+          updateLease: async (_ns: string, l: Lease) => {
+            calls.push(`updateLease ${l.metadata?.resourceVersion}`);
+            throw new KubeApiError({ method: 'PUT', path: '(stub)', status: 409, reason: 'Conflict', detail: 'the object has been modified' });
+          },
+          getLease: async () => {
+            calls.push('getLease');
+            return { ...held('operator_abc'), metadata: { ...lease.metadata, resourceVersion: '4' } };
+          },
+        }),
+      });
+      const result = await r.onTerminate();
+      assert.deepEqual(result.released, []);
+      assert.deepEqual(result.moved, ['Lease/op-lease']);
+      assert.deepEqual(
+        r.calls.filter((c) => !c.startsWith('createEvent')),
+        ['getPod op-0', 'listPods', 'updateLease 3', 'getLease', 'listPods'],
+      );
+    });
   });
 });
