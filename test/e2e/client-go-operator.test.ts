@@ -2,7 +2,7 @@
  * An operator on client-go's LeaderElector alone (test/operators/cmd/client-go-operator):
  * its Lease held as the pod's name, ReleaseOnCancel left false, a 15 s
  * lease. leaderhook's hook counts a Lease whose holderIdentity is exactly
- * POD_NAME as its pod's own (docs/design.md#leases-r1-only), so: without
+ * POD_NAME as its pod's own (docs/design.md#leases-held-by-identity), so: without
  * leaderhook the leader pod deleted hands the lease on only once it has
  * expired; with leaderhook its hook releases the lease by R1 and another pod
  * leads well before; a crash of the leader's container releases nothing and

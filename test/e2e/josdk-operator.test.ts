@@ -3,7 +3,7 @@
  * JOSDK's own leader election: fabric8's LeaderElector on a Lease held as
  * $HOSTNAME, the pod's name, releaseOnCancel false (JOSDK hard-codes it), a
  * 15 s lease. leaderhook's hook counts a Lease whose holderIdentity is
- * exactly POD_NAME as its pod's own (docs/design.md#leases-r1-only), and
+ * exactly POD_NAME as its pod's own (docs/design.md#leases-held-by-identity), and
  * fabric8 takes a Lease whose holderIdentity is empty at once (its
  * canBecomeLeader: an empty holder, or renewTime + leaseDuration passed), so:
  * without leaderhook the leader pod deleted hands the lease on only once it

@@ -2,7 +2,7 @@
  * The e2e scenarios of an operator whose LeaderElector holds its Lease as the
  * pod's name and leaves ReleaseOnCancel false (client-go-operator,
  * josdk-operator): leaderhook's hook counts a Lease whose holderIdentity is
- * exactly POD_NAME as its pod's own (docs/design.md#leases-r1-only). Test
+ * exactly POD_NAME as its pod's own (docs/design.md#leases-held-by-identity). Test
  * files call describePodNameLeaseFailover after connectTestCluster().
  */
 import assert from 'node:assert/strict';

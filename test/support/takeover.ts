@@ -302,7 +302,7 @@ export function assertReleasedByR1<L>(recording: Recording, lock: LeaderLock<L>,
 }
 
 /**
- * A Lease failover with leaderhook (docs/design.md#leases-r1-only): every pod
+ * A Lease failover with leaderhook (docs/design.md#leases-held-by-identity): every pod
  * injected; the old leader's hook wrote client-go's release record
  * (holderIdentity "", leaseDurationSeconds 1) by R1 after the old leader had
  * stopped; another pod took the lease after that record and well before the

@@ -3,7 +3,7 @@
 // else the hostname, which is the pod's name), ReleaseOnCancel left false as most users leave
 // it, running the heartbeat while it leads. After its leader stops, standbys wait for the
 // lease to expire (docs/design.md#the-problem); since the lease names the pod itself, it is
-// one leaderhook's R1 counts as the pod's own (docs/design.md#leases-r1-only).
+// one leaderhook's R1 counts as the pod's own (docs/design.md#leases-held-by-identity).
 package main
 
 import (

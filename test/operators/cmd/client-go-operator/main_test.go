@@ -13,7 +13,7 @@ import (
 )
 
 // The lock is a Lease held as the pod's name, which leaderhook's R1 counts as the pod's own
-// (docs/design.md#leases-r1-only): POD_NAME when set, else the hostname.
+// (docs/design.md#leases-held-by-identity): POD_NAME when set, else the hostname.
 func TestTheLeaseIsHeldAsThePodName(t *testing.T) {
 	// Building clients contacts no server.
 	clientset, err := kubernetes.NewForConfig(&rest.Config{Host: "https://127.0.0.1:1"})

@@ -25,7 +25,7 @@ import sun.misc.Signal;
  * "stopped", "crashing") and honours opshell's flags, so that the failover tests follow it as
  * they follow the Go operators. After its leader stops, standbys wait for the lease to expire
  * (docs/design.md#the-problem); as the lease names the pod itself, leaderhook's R1 counts it
- * as the pod's own (docs/design.md#leases-r1-only).
+ * as the pod's own (docs/design.md#leases-held-by-identity).
  */
 public final class Main {
   static final String PROGRAM = "josdk-operator";
