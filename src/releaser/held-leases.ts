@@ -37,9 +37,17 @@ function ownedBy(lease: Lease, podUid: string): boolean {
   return leaseLockOwner(lease)?.uid === podUid && !lease.metadata?.deletionTimestamp;
 }
 
+/** Another part that follows every Lease of the namespace (identity-leases.ts). */
+export interface LeaseListener {
+  replace(items: readonly Lease[]): void;
+  upsert(lease: Lease): void;
+  remove(name: string): void;
+}
+
 export class HeldLeases {
   readonly #ctx: HookContext;
   readonly #leases = new Map<string, Lease>();
+  readonly #listeners: LeaseListener[] = [];
   /** The Leases owned by a pod, as lock candidates (R0, R2, R3 handle those of other pods). */
   readonly locks = new LockStore((obj: LockObject) => leaseLockOwner(obj as Lease));
   #watch: Watcher | undefined;
@@ -62,6 +70,11 @@ export class HeldLeases {
   names(): string[] {
     const own = ownLeases([...this.#leases.values()], { podUid: this.#ctx.podUid, names: [this.#ctx.podName] });
     return [...own.byIdentity, ...own.byOwner].map((l) => l.metadata?.name as string);
+  }
+
+  /** `listener` hears of every Lease from the next list on. */
+  subscribe(listener: LeaseListener): void {
+    this.#listeners.push(listener);
   }
 
   /** Starts the watch; resolves once it has listed (at once when the hook may not list and watch Leases). */
@@ -91,6 +104,7 @@ export class HeldLeases {
           this.#leases.clear();
           for (const lease of items) if (lease.metadata?.name) this.#leases.set(lease.metadata.name, lease);
           this.locks.replace(items);
+          for (const l of this.#listeners) l.replace(items);
           listed();
         },
         onEvent: (type, lease) => {
@@ -99,6 +113,10 @@ export class HeldLeases {
           if (type !== 'DELETED') this.#leases.set(name, lease);
           else this.#leases.delete(name);
           this.locks.apply(type, lease);
+          for (const l of this.#listeners) {
+            if (type === 'DELETED') l.remove(name);
+            else l.upsert(lease);
+          }
         },
         onHealth: (up) => ctx.metrics.watchUp('leases', up),
       },

@@ -96,3 +96,42 @@ export function decideIdentityRelease(lease: Lease, self: { podUid: string }, po
     message: `holder ${JSON.stringify(holder)} could also be pod ${others.join(', ')} (same name or hostname ${JSON.stringify(host)}): left to expire`,
   };
 }
+
+export type IdentityHolderDecision = { release: true; holders: Pod[]; message: string } | { release: false; carriers: Pod[]; message: string };
+
+/**
+ * R2 for a Lease held by identity, from another pod's hook
+ * (docs/design.md#r2-for-leases-held-by-identity): its holder is one of the
+ * pods that could carry the identity's name, so it can never renew the
+ * Lease once every one of them has finished (isHolderFinished). With `pods`
+ * read live after the Lease's version, a pod that took the Lease since is in
+ * them. No such pod at all is no proof: the holder may be gone, or live in
+ * another namespace; the Lease then expires as without leaderhook.
+ */
+export function decideIdentityHolderRelease(lease: Lease, pods: readonly Pod[]): IdentityHolderDecision {
+  const holder = lease.spec?.holderIdentity ?? '';
+  const host = identityHost(holder);
+  const carriers = pods.filter((p) => mayCarryName(p, host));
+  const names = (list: Pod[]) => list.map((p) => p.metadata?.name ?? '?').join(', ');
+  if (carriers.length === 0) {
+    return { release: false, carriers, message: `no pod of the namespace can carry ${JSON.stringify(host)}: left to expire` };
+  }
+  const live = carriers.filter((p) => !isHolderFinished(p));
+  if (live.length > 0) {
+    return { release: false, carriers, message: `holder ${JSON.stringify(holder)} may be pod ${names(live)}, not finished: waiting` };
+  }
+  const phases = carriers.map((p) => `${p.metadata?.name} ${p.status?.phase}${p.status?.reason ? ` (${p.status.reason})` : ''}`).join(', ');
+  return {
+    release: true,
+    holders: carriers,
+    message: `holder ${JSON.stringify(holder)} can only be pod ${phases}, with every container terminated`,
+  };
+}
+
+/** Whether the Lease ran out by `now` (ms): then any candidate may take it already, and writing it gains nothing. */
+export function leaseExpired(lease: Lease, now: number): boolean {
+  const renewed = Date.parse(lease.spec?.renewTime ?? lease.spec?.acquireTime ?? '');
+  const duration = lease.spec?.leaseDurationSeconds;
+  if (Number.isNaN(renewed) || !duration) return false;
+  return renewed + duration * 1000 < now;
+}

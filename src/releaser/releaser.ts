@@ -8,6 +8,7 @@
  *   held-leases.ts    the Lease watch, the Leases of this pod, and the store of Leases owned by a pod
  *   own-locks.ts      this pod's own locks (R1's candidates)
  *   foreign-locks.ts  the locks of other pods and their holders (R0, R2, R3), one per lock kind (lock-kinds.ts)
+ *   identity-leases.ts  the Leases other pods hold by identity (R2 only)
  *   wait-reports.ts   what a waiting standby reports
  *   terminate.ts      the SIGTERM path (R1)
  *   start.ts          permissions and the own pod, at start
@@ -20,6 +21,7 @@ import { releaseDefaults } from './defaults.ts';
 import { eventRecorder } from './events.ts';
 import { bothKinds, ForeignLocks } from './foreign-locks.ts';
 import { HeldLeases } from './held-leases.ts';
+import { IdentityLeases } from './identity-leases.ts';
 import { podWatchOf } from './holder-watches.ts';
 import { LockCache } from './lock-cache.ts';
 import { leaseLocks } from './lock-kinds.ts';
@@ -132,6 +134,9 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
   const foreign = new ForeignLocks(ctx, { client, events, cache, watchPod, observe });
   // Leases owned by a pod, from the Lease watch: the same rules (docs/design.md#leases-owned-by-a-pod)
   const foreignLeases = new ForeignLocks(ctx, { kind: leaseLocks, client, events, cache: heldLeases.locks, watchPod, observe });
+  // Leases other pods hold by identity: R2 only (docs/design.md#r2-for-leases-held-by-identity)
+  const identityLeases = new IdentityLeases(ctx, { client, events, watchPod, observe });
+  heldLeases.subscribe(identityLeases);
   const waits = new WaitReporter(ctx, events, { foreign: bothKinds(foreign, foreignLeases), own }, reportIntervalMs);
   const terminator = new Terminator(ctx, { client, events, candidates: own }, { marginSeconds, releaseTimeoutMs, observe, stopBackground });
   let terminating = false;
@@ -143,6 +148,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     heldLeases.stop();
     foreign.stop();
     foreignLeases.stop();
+    identityLeases.stop();
     waits.stop();
   }
 
@@ -182,7 +188,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
       if (stopped) return;
       stopped = true;
       stopBackground();
-      await Promise.all([cache.done, heldLeases.done, foreign.done, foreignLeases.done]);
+      await Promise.all([cache.done, heldLeases.done, foreign.done, foreignLeases.done, identityLeases.done]);
       if (!terminating) await metrics.close().catch(() => {});
     },
   };

@@ -259,6 +259,97 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
     });
   });
 
+  describe('R2 for a Lease held by identity (docs/design.md#r2-for-leases-held-by-identity)', () => {
+    const uuid = '0a1b2c3d-4e5f-4c55-9d1e-6f0d3c2a1b7e';
+    const released = (h: HookUnderTest) => logsWith(h.logs, (l) => l.rule === 'R2' && l.lock === 'Lease/op-lease' && /^released lock/.test(l.msg));
+    /** A standby's hook, ready, over a Lease held as `identity` whose holder is running; then `fail` makes it finish or not. */
+    async function standbyOver(prefix: string, identity: string, pods: { name: string; hostname?: string }[]) {
+      const ns = await namespace(prefix);
+      const standby = await createPod(ns.name, 'op-standby', node);
+      for (const p of pods) {
+        await createPod(ns.name, p.name, node, p.hostname ? { spec: { hostname: p.hostname } } : {});
+        await setPodStatus(ns.name, p.name, 'Running', undefined, { setup: 'terminated', leaderhook: 'running', manager: 'running' });
+      }
+      const lease = await createLease(ns.name, 'op-lease', identity);
+      const h = await hook(ns, standby);
+      await h.releaser.ready;
+      return { ns, h, lease };
+    }
+    /** Waits until the hook has looked at the Lease after the last change (its debug line), then reads the Lease. */
+    async function keptAfterLook(ns: TestNamespace, h: HookUnderTest, lease: Lease, looks: number) {
+      await waitFor(
+        'the hook looked at the Lease again',
+        async () => logsWith(h.logs, (l) => l.lock === 'Lease/op-lease' && /Lease kept$/.test(l.msg)).length >= looks,
+      );
+      await sleep(500);
+      const after = await (await admin()).getLease(ns.name, 'op-lease');
+      return after.metadata?.resourceVersion === lease.metadata?.resourceVersion;
+    }
+
+    it('writes the leaderless record once the only pod that can hold it ends Failed with every container terminated', async () => {
+      const { ns, h } = await standbyOver('lh-r2-ident', `h-evicted_${uuid}`, [{ name: 'h-evicted' }]);
+      await setPodStatus(ns.name, 'h-evicted', 'Failed', 'Evicted');
+      const after = await waitFor('Lease released by the hook', async () => {
+        const l = await (await admin()).getLease(ns.name, 'op-lease');
+        return l.spec?.holderIdentity ? undefined : l;
+      });
+      assert.equal(after.spec?.leaseDurationSeconds, 1);
+      assert.equal(released(h).length, 1);
+      const all = await waitFor('LeaderLockReleased Events on both pods', async () => {
+        const e = await events(ns.name, 'LeaderLockReleased');
+        return e.length >= 2 ? e : undefined;
+      });
+      assert.ok(all.some((e) => e.involvedObject.name === 'h-evicted' && /R2/.test(e.message ?? '')));
+    });
+
+    it('must not release: the finished pod shares spec.hostname with a running one, which may be the holder', async () => {
+      const pods = [
+        { name: 'op-a', hostname: 'operator' },
+        { name: 'op-b', hostname: 'operator' },
+      ];
+      const { ns, h, lease } = await standbyOver('lh-r2-shared', `operator_${uuid}`, pods);
+      await setPodStatus(ns.name, 'op-a', 'Failed', 'Evicted');
+      assert.ok(await keptAfterLook(ns, h, lease, 2), 'the Lease keeps its version');
+      assert.equal(released(h).length, 0);
+    });
+
+    it('must not release: a holder whose phase is Failed while a container still runs', async () => {
+      const { ns, h, lease } = await standbyOver('lh-r2-live', `h-stuck_${uuid}`, [{ name: 'h-stuck' }]);
+      await setPodStatus(ns.name, 'h-stuck', 'Failed', 'Evicted', { setup: 'terminated', leaderhook: 'terminated', manager: 'running' });
+      assert.ok(await keptAfterLook(ns, h, lease, 2), 'the Lease keeps its version');
+      assert.equal(released(h).length, 0);
+    });
+
+    it('never R3: a holder pod that no longer exists leaves its Lease to expire', async () => {
+      const { ns, h, lease } = await standbyOver('lh-r2-gone', `h-gone_${uuid}`, [{ name: 'h-gone' }]);
+      await deletePod(ns.name, 'h-gone', 0);
+      await waitFor(
+        'the pod is gone',
+        async () =>
+          (await (await admin()).getPod(ns.name, 'h-gone').then(
+            () => false,
+            () => true,
+          )) || undefined,
+      );
+      // a change of the Lease makes the hook look again, now that no pod can hold it
+      const kube = await admin();
+      const current = await kube.getLease(ns.name, 'op-lease');
+      const touched = await kube.request<Lease>({
+        method: 'PUT',
+        path: `/apis/coordination.k8s.io/v1/namespaces/${ns.name}/leases/op-lease`,
+        body: { ...current, spec: { ...current.spec, holderIdentity: `h-gone_${uuid}-2` } },
+      });
+      await waitFor(
+        'the hook looked at the new holder',
+        async () => logsWith(h.logs, (l) => l.lock === 'Lease/op-lease' && /no pod of the namespace can carry/.test(l.msg)).length > 0,
+      );
+      await sleep(500);
+      assert.equal((await kube.getLease(ns.name, 'op-lease')).metadata?.resourceVersion, touched.metadata?.resourceVersion);
+      assert.equal(released(h).length, 0);
+      assert.ok(lease);
+    });
+  });
+
   describe('R2 holder terminal', () => {
     it('releases locks of holders Failed (Evicted, Terminated, DeadlineExceeded, ProviderFailed) and Succeeded with every container terminated', async () => {
       const ns = await namespace('lh-r2');

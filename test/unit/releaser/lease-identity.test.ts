@@ -6,7 +6,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Lease, OwnerReference, Pod } from '../../../src/kube/types.ts';
-import { decideIdentityRelease, heldByName, identityHost, kubeletHostname, mayCarryName, ownIdentityNames } from '../../../src/releaser/lease-identity.ts';
+import {
+  decideIdentityHolderRelease,
+  decideIdentityRelease,
+  heldByName,
+  identityHost,
+  kubeletHostname,
+  leaseExpired,
+  mayCarryName,
+  ownIdentityNames,
+} from '../../../src/releaser/lease-identity.ts';
 
 const running = { phase: 'Running', containerStatuses: [{ name: 'manager', state: { running: {} } }] } as Pod['status'];
 const pod = (name: string, spec: Partial<NonNullable<Pod['spec']>> = {}, uid = `uid-${name}`, status = running): Pod => ({
@@ -133,5 +142,43 @@ describe('decideIdentityRelease', () => {
   it('counts a pod whose phase alone says Failed while a container still runs', () => {
     const phaseOnly = pod('op-1', { hostname: 'operator' }, 'uid-op-1', { ...running, phase: 'Failed' });
     assert.equal(decideIdentityRelease(lease('operator_abc'), { podUid: 'uid-op-0' }, [self, phaseOnly]).release, false);
+  });
+});
+
+describe('decideIdentityHolderRelease (R2 for a Lease held by identity)', () => {
+  const finished = { phase: 'Failed', reason: 'Evicted', containerStatuses: [{ name: 'manager', state: { terminated: { exitCode: 137 } } }] } as Pod['status'];
+  it('releases when the one pod that can carry the name has finished', () => {
+    const d = decideIdentityHolderRelease(lease('op-0_abc'), [pod('op-0', {}, 'u0', finished), pod('op-1')]);
+    assert.equal(d.release, true);
+    assert.match(d.message, /op-0 Failed \(Evicted\)/);
+  });
+  it('waits while any pod that can carry the name has not finished: a shared spec.hostname', () => {
+    const pods = [pod('op-0', { hostname: 'operator' }, 'u0', finished), pod('op-1', { hostname: 'operator' })];
+    const d = decideIdentityHolderRelease(lease('operator_abc'), pods);
+    assert.equal(d.release, false);
+    assert.deepEqual(!d.release && d.carriers.map((p) => p.metadata?.name), ['op-0', 'op-1']);
+  });
+  it('waits while the phase alone says Failed', () => {
+    assert.equal(decideIdentityHolderRelease(lease('op-0_abc'), [pod('op-0', {}, 'u0', { ...running, phase: 'Failed' })]).release, false);
+  });
+  it('does nothing when no pod can carry the name: the holder may be gone, or in another namespace (never R3)', () => {
+    const d = decideIdentityHolderRelease(lease('op-0_abc'), [pod('op-1')]);
+    assert.equal(d.release, false);
+    assert.match(d.message, /left to expire/);
+  });
+});
+
+describe('leaseExpired', () => {
+  const at = (renewTime: string, leaseDurationSeconds = 15): Lease => ({
+    metadata: { name: 'l' },
+    spec: { holderIdentity: 'x', renewTime, leaseDurationSeconds },
+  });
+  const now = Date.parse('2026-01-01T00:00:20Z');
+  it('is true once renewTime + duration has passed', () => {
+    assert.equal(leaseExpired(at('2026-01-01T00:00:04.000000Z'), now), true);
+    assert.equal(leaseExpired(at('2026-01-01T00:00:06.000000Z'), now), false);
+  });
+  it('is false when it cannot tell', () => {
+    assert.equal(leaseExpired({ metadata: { name: 'l' }, spec: { holderIdentity: 'x' } }, now), false);
   });
 });

@@ -1,0 +1,201 @@
+/**
+ * Leases that other pods hold by identity: R2 from this pod's hook
+ * (docs/design.md#r2-for-leases-held-by-identity). Fed by the Lease watch; a
+ * Lease is looked at when its holder changes, not on every renewal, and
+ * again whenever a pod that could be its holder changes. Each look reads the
+ * Lease live, then the namespace's pods, and writes the leaderless record
+ * over exactly the version read, only when every pod that could hold it has
+ * finished. Never R3: a holder that is gone may be a pod of another namespace,
+ * and its Lease expires by itself.
+ */
+import type { KubeClient } from '../kube/client.ts';
+import { isConflict, isNotFound } from '../kube/errors.ts';
+import type { Lease, Pod } from '../kube/types.ts';
+import { allowed, backgroundRequest, type ContextWithoutClient } from './context.ts';
+import type { EventRecorder } from './events.ts';
+import { HolderWatches, type WatchPodByName } from './holder-watches.ts';
+import { decideIdentityHolderRelease, heldByName, identityHost, leaseExpired } from './lease-identity.ts';
+import { BackoffRetry } from './retry.ts';
+import { observeMode, releasedLease } from './rules.ts';
+import { KeyedSerializer } from './serializer.ts';
+
+/** What R2 for a Lease held by identity asks of the API. */
+export type IdentityLeaseClient = Pick<KubeClient, 'getLease' | 'updateLease' | 'listPods' | 'getPod'>;
+
+export interface IdentityLeaseSources {
+  client: IdentityLeaseClient;
+  events: EventRecorder;
+  watchPod: WatchPodByName;
+  /** Observe mode whatever the own pod's annotation says (the flag); the annotation can only add it. */
+  observe: boolean;
+}
+
+/** A Lease of another holder, as last looked at. */
+interface TrackedLease {
+  readonly holder: string;
+  /** The pods that could be its holder at the last look, watched by name. */
+  carriers: Set<string>;
+  readonly retry: BackoffRetry;
+  /** Observe mode: the version already reported, so each is told of once. */
+  observedVersion?: string;
+}
+
+export class IdentityLeases {
+  readonly #ctx: ContextWithoutClient;
+  readonly #client: IdentityLeaseClient;
+  readonly #events: EventRecorder;
+  readonly #observe: boolean;
+  readonly #tracked = new Map<string, TrackedLease>();
+  readonly #carriers: HolderWatches;
+  readonly #passes = new KeyedSerializer<string>();
+
+  constructor(ctx: ContextWithoutClient, sources: IdentityLeaseSources) {
+    this.#ctx = ctx;
+    this.#client = sources.client;
+    this.#events = sources.events;
+    this.#observe = sources.observe;
+    this.#carriers = new HolderWatches(ctx, sources.watchPod, (podName) => {
+      for (const [name, t] of this.#tracked) if (t.carriers.has(podName)) void this.evaluate(name);
+    });
+  }
+
+  /** The Lease watch listed: every Lease as it is now. */
+  replace(items: readonly Lease[]): void {
+    const names = new Set(items.map((l) => l.metadata?.name));
+    for (const name of [...this.#tracked.keys()]) if (!names.has(name)) this.remove(name);
+    for (const lease of items) this.upsert(lease);
+  }
+
+  /** A Lease added or changed; a new version of the same holder's Lease (a renewal) says nothing of the holder. */
+  upsert(lease: Lease): void {
+    const name = lease.metadata?.name;
+    if (!name) return;
+    const holder = lease.spec?.holderIdentity ?? '';
+    if (!this.#isOthers(lease)) {
+      this.remove(name);
+      return;
+    }
+    if (this.#tracked.get(name)?.holder === holder) return;
+    this.remove(name);
+    this.#tracked.set(name, { holder, carriers: new Set(), retry: new BackoffRetry(() => void this.evaluate(name)) });
+    void this.evaluate(name);
+  }
+
+  remove(name: string): void {
+    const t = this.#tracked.get(name);
+    if (!t) return;
+    t.retry.cancel();
+    this.#tracked.delete(name);
+    this.#watchCarriers(t, new Set());
+  }
+
+  /** Looks at the Lease once more (one look at a time per Lease). */
+  evaluate(name: string): Promise<void> {
+    return this.#passes.run(name, () => this.#evaluateOnce(name));
+  }
+
+  stop(): void {
+    this.#carriers.stop();
+    for (const t of this.#tracked.values()) t.retry.cancel();
+  }
+
+  /** Settles when the carrier watches have ended after stop(). */
+  get done(): Promise<unknown> {
+    return this.#carriers.done;
+  }
+
+  /** Held by an identity (no pod owner, no strategy), and not this pod's name: another pod's, as far as the watch says. */
+  #isOthers(lease: Lease): boolean {
+    const holder = lease.spec?.holderIdentity;
+    return !!holder && heldByName(lease, [identityHost(holder)]) && identityHost(holder) !== this.#ctx.podName;
+  }
+
+  async #evaluateOnce(name: string): Promise<boolean> {
+    const ctx = this.#ctx;
+    const t = this.#tracked.get(name);
+    if (!t || ctx.signal.aborted || !allowed(ctx, 'pods', 'list')) return false;
+    const id = `Lease/${name}`;
+    let lease: Lease;
+    let pods: Pod[];
+    try {
+      lease = await this.#client.getLease(ctx.ns, name, backgroundRequest(ctx));
+      // the Lease's version first: a pod that took it since is in the list
+      if (lease.spec?.holderIdentity !== t.holder || leaseExpired(lease, ctx.clock.now())) return true;
+      pods = (await this.#client.listPods(ctx.ns, backgroundRequest(ctx))).items;
+    } catch (err) {
+      if (isNotFound(err)) this.remove(name);
+      else if (!ctx.signal.aborted && this.#tracked.get(name) === t) {
+        ctx.log.warn({ err, lock: id }, 'cannot read a Lease held by identity or the pods that could hold it; will retry');
+        t.retry.schedule();
+        return false;
+      }
+      // gone, or replaced by a new holder's meanwhile: the pass asked for it runs next
+      return !ctx.signal.aborted && this.#tracked.has(name);
+    }
+    // replaced by a new holder's meanwhile: the pass asked for it runs next
+    if (ctx.signal.aborted || this.#tracked.get(name) !== t) return !ctx.signal.aborted;
+    t.retry.succeeded();
+    const decision = decideIdentityHolderRelease(lease, pods);
+    const carriers = decision.release ? decision.holders : decision.carriers;
+    this.#watchCarriers(t, new Set(carriers.map((p) => p.metadata?.name as string)));
+    if (!decision.release) {
+      if (ctx.log.isLevelEnabled('debug')) ctx.log.debug({ rule: 'R2', lock: id, holder: t.holder }, `${decision.message}; Lease kept`);
+      return true;
+    }
+    await this.#release(lease, decision.holders[0] as Pod, decision.message, t);
+    return true;
+  }
+
+  /** Watches exactly `names` for `t`, and stops the watches no tracked Lease needs any more. */
+  #watchCarriers(t: TrackedLease, names: Set<string>): void {
+    const dropped = [...t.carriers].filter((n) => !names.has(n));
+    t.carriers = names;
+    for (const n of names) this.#carriers.watch(n);
+    for (const n of dropped) if (![...this.#tracked.values()].some((o) => o.carriers.has(n))) this.#carriers.unwatch(n);
+  }
+
+  /** The leaderless record over the version read, or in observe mode an Event saying so; an Event on both pods. */
+  async #release(lease: Lease, holderPod: Pod, why: string, t: TrackedLease): Promise<void> {
+    const ctx = this.#ctx;
+    const name = lease.metadata?.name as string;
+    const id = `Lease/${name}`;
+    let observe: boolean;
+    try {
+      observe = observeMode(await this.#client.getPod(ctx.ns, ctx.podName, backgroundRequest(ctx)), this.#observe);
+    } catch (err) {
+      if (!ctx.signal.aborted && this.#tracked.get(name) === t) {
+        ctx.log.warn({ err, lock: id }, 'cannot read own pod before releasing a Lease; will retry');
+        t.retry.schedule();
+      }
+      return;
+    }
+    const fields = { rule: 'R2', lock: id, holder: t.holder, holderPod: holderPod.metadata?.name, observe };
+    const target = { name: holderPod.metadata?.name as string, namespace: ctx.ns, uid: holderPod.metadata?.uid as string };
+    if (observe) {
+      if (t.observedVersion === lease.metadata?.resourceVersion) return;
+      t.observedVersion = lease.metadata?.resourceVersion;
+      ctx.log.info(fields, `would release lock ${name} (R2: ${why}); observe mode, releasing nothing`);
+      ctx.metrics.release('R2', 'Lease', 'observed');
+      await this.#events.emitOnBoth(target, 'LeaderLockWouldRelease', `Would release leader lock Lease ${name} (R2: ${why}); observe mode`);
+      return;
+    }
+    try {
+      await this.#client.updateLease(ctx.ns, releasedLease(lease, ctx.clock.now()), backgroundRequest(ctx));
+    } catch (err) {
+      if (isNotFound(err) || isConflict(err)) {
+        // someone wrote it since the read: the watch brings what they wrote
+        ctx.log.info({ ...fields, err }, `Lease ${name} already released or changed by someone else; nothing to do`);
+        ctx.metrics.release('R2', 'Lease', 'moved');
+        return;
+      }
+      if (ctx.signal.aborted) return;
+      ctx.log.warn({ ...fields, err }, `releasing Lease ${name} failed; will retry`);
+      ctx.metrics.release('R2', 'Lease', 'failed');
+      t.retry.schedule();
+      return;
+    }
+    ctx.log.info(fields, `released lock ${name} (R2: ${why})`);
+    ctx.metrics.release('R2', 'Lease', 'released');
+    await this.#events.emitOnBoth(target, 'LeaderLockReleased', `Released leader lock Lease ${name} (R2: ${why})`);
+  }
+}
