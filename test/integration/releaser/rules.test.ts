@@ -626,7 +626,7 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
       assert.equal(hookReleased(h, 'R0', 'op-elect').length, 1, 'the hook deleted the stale Lease itself, by R0');
     });
 
-    it('never deletes a Lease of a running holder, nor one with two ownerReferences or a non-Pod owner', async () => {
+    it('never deletes a Lease of a running holder, nor one with two ownerReferences or a non-Pod owner (those are held by identity: R2 gives them the leaderless record)', async () => {
       const ns = await namespace('lh-no-olease');
       const standby = await createPod(ns.name, 'op-standby', node);
       const running = await createPod(ns.name, 'h-running', node);
@@ -635,8 +635,9 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
       await setPodStatus(ns.name, 'h-evicted', 'Running', undefined, { setup: 'terminated', leaderhook: 'running', manager: 'running' });
       const evicted = { name: 'h-evicted', uid: holder.metadata?.uid as string };
       const runningLease = await createOwnedLease(ns.name, 'r-elect', { name: 'h-running', uid: running.metadata?.uid as string });
-      const kept = [
-        runningLease,
+      const kept = [runningLease];
+      // not a lock, so held by identity: R2 for such Leases writes the leaderless record, never a delete
+      const byIdentity = [
         await createOwnedLease(ns.name, 'two-owners', evicted, [
           { apiVersion: 'v1', kind: 'Pod', ...evicted },
           { apiVersion: 'v1', kind: 'Pod', name: 'op-standby', uid: standby.metadata?.uid as string },
@@ -661,9 +662,20 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
         const name = lease.metadata?.name as string;
         assert.equal((await kube.getLease(ns.name, name)).metadata?.resourceVersion, lease.metadata?.resourceVersion, `${name} untouched`);
       }
+      for (const lease of byIdentity) {
+        const name = lease.metadata?.name as string;
+        const after = await waitFor(`${name} given the leaderless record`, async () => {
+          const l = await kube.getLease(ns.name, name);
+          return l.spec?.holderIdentity ? undefined : l;
+        });
+        assert.equal(after.metadata?.uid, lease.metadata?.uid, `${name} not deleted`);
+        assert.equal(after.spec?.leaseDurationSeconds, 1);
+      }
       assert.deepEqual(
-        logsWith(h.logs, (l) => /^released lock/.test(l.msg)).map((l) => l.lock),
-        ['Lease/h-elect'],
+        logsWith(h.logs, (l) => /^released lock/.test(l.msg))
+          .map((l) => `${l.rule} ${l.lock}`)
+          .sort(),
+        ['R2 Lease/h-elect', 'R2 Lease/not-a-pod', 'R2 Lease/two-owners'],
       );
     });
   });
