@@ -3,21 +3,26 @@
 # lease-operator (controller-runtime Lease election) and client-go-operator
 # (client-go's LeaderElector on a Lease held as the pod's name) as static binaries,
 # josdk-operator (the Java Operator SDK's Lease election, held as $HOSTNAME) as a
-# jar with its dependencies on a jlink runtime of this machine's JDK 17 — wraps
-# each in a minimal image (the program, /etc/passwd and /etc/group with the
-# nonroot user 65532; for Java the runtime and the libraries it links, no shell)
-# and imports the images into the local cluster's containerd:
+# jar with its dependencies on a jlink runtime of this machine's JDK 17,
+# kopf-operator (kopf's peering, Python) as its script and pinned packages on
+# this machine's CPython 3.11 — wraps each in a minimal image (the program,
+# /etc/passwd and /etc/group with the nonroot user 65532; for Java and Python
+# the runtime and the libraries it links, no shell) and imports the images into
+# the local cluster's containerd:
 #
 #   leaderhook.test/lfl-operator:dev
 #   leaderhook.test/lease-operator:dev
 #   leaderhook.test/client-go-operator:dev
 #   leaderhook.test/josdk-operator:dev
+#   leaderhook.test/kopf-operator:dev
 #
 # Binaries and archives are cached under ~/.cache/leaderhook/operators, keyed by
 # the sources (the Go module's; the Java project's, the JDK's release and this
-# script): a rerun without changes only re-imports. Maven's repository is
+# script; the Python operator's, the interpreter's version and this script): a
+# rerun without changes only re-imports. Maven's repository is
 # ~/.cache/leaderhook/maven: only the first Java build downloads (about 60 MB,
-# 1 min), later ones run offline-capable from it.
+# 1 min), later ones run offline-capable from it. kopf-operator's packages come
+# from PyPI at each of its builds (pip --no-cache-dir, 17 wheels, 4 MB).
 #
 #   test/operators/build.sh
 #
@@ -105,6 +110,59 @@ if [[ ! -f "$archive" ]]; then
 	# of heap bookkeeping, and the heap sized from the container's memory limit.
 	"$repo/test/images/build-image.sh" --user 65532:65532 "leaderhook.test/$op:$tag" "$rootfs" "$archive.tmp" -- \
 		/opt/java/bin/java -XX:-UsePerfData -XX:+UseSerialGC -XX:MaxRAMPercentage=50 -Xss512k -jar "/app/$op.jar" >/dev/null ||
+		{ echo "build.sh: building image leaderhook.test/$op:$tag failed" >&2; exit 1; }
+	mv "$archive.tmp" "$archive"
+	rm -rf "$rootfs"
+	trap - EXIT
+fi
+archives+=("$archive")
+echo "leaderhook.test/$op:$tag $archive"
+
+# kopf-operator: kopf (Python) and its dependencies, pinned by hash in
+# kopf-operator/requirements.txt, installed with pip --target for this machine's
+# CPython 3.11, which is copied in with a standard library left without its
+# tests, IDLE, Tk, curses and the like, precompiled (no .pyc is written at run
+# time on a read-only root), without debug symbols, and the libraries its
+# binary and extension modules link. libpython goes to /usr/lib/x86_64-linux-gnu, which the loader
+# searches once the interpreter's build-time runpath is not there.
+op=kopf-operator
+python="$(python3.11 -c 'import sys; print(sys.executable)' 2>/dev/null)" ||
+	{ echo "build.sh: $op needs CPython 3.11 (python3.11) with pip" >&2; exit 1; }
+pyver="$("$python" -c 'import sys; print(sys.version)')"
+stdlib="$("$python" -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')"
+libpython="$("$python" -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR") + "/" + sysconfig.get_config_var("INSTSONAME"))')"
+pkey="$(cd "$here" && { cat build.sh; echo "$pyver"; find "$op" -type f ! -name '*.pyc' -print | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-16)"
+archive="$cache/$op-$pkey.tar"
+if [[ ! -f "$archive" ]]; then
+	echo "building $op ($pkey)" >&2
+	new_rootfs
+	py="$rootfs/opt/python"
+	mkdir -p "$py/bin" "$py/lib/python3.11" "$rootfs/usr/lib/x86_64-linux-gnu" "$rootfs/app"
+	install -m 0755 "$python" "$py/bin/python3.11"
+	cp -L "$libpython" "$rootfs/usr/lib/x86_64-linux-gnu/"
+	(cd "$stdlib" && tar -c --exclude=site-packages --exclude=test --exclude=tests --exclude=idlelib --exclude=tkinter \
+		--exclude=turtledemo --exclude=ensurepip --exclude=lib2to3 --exclude=pydoc_data --exclude='config-3.11-*' \
+		--exclude=__pycache__ --exclude='*.pyc' --exclude='_test*.so' --exclude='_ctypes_test*.so' --exclude='_tkinter*.so' \
+		--exclude='_curses*.so' --exclude='readline*.so' --exclude='_sqlite3*.so' --exclude='xx*.so' --exclude='_xx*.so' \
+		--exclude='nis*.so' --exclude='spwd*.so' --exclude='ossaudiodev*.so' --exclude='audioop*.so' .) |
+		tar -x -C "$py/lib/python3.11"
+	"$python" -m pip install -q --disable-pip-version-check --no-cache-dir --no-deps --require-hashes --only-binary=:all: \
+		--target "$rootfs/app/lib" -r "$here/$op/requirements.txt" >"$cache/$op-pip.log" 2>&1 ||
+		{ cat "$cache/$op-pip.log" >&2; echo "build.sh: pip install of $op/requirements.txt failed" >&2; exit 1; }
+	rm -rf "$rootfs/app/lib/bin"
+	# Debug symbols out of libpython and every extension module (the wheels' too): 23 of 35 MB.
+	find "$rootfs/usr/lib" "$py" "$rootfs/app/lib" -type f -name '*.so*' -exec strip --strip-unneeded {} +
+	install -m 0644 "$here/$op/main.py" "$rootfs/app/main.py"
+	"$python" -m compileall -q -j0 --invalidation-mode unchecked-hash -s "$rootfs" -p / "$py/lib/python3.11" "$rootfs/app" >/dev/null ||
+		{ echo "build.sh: compileall for $op failed" >&2; exit 1; }
+	mapfile -t libs < <(find "$py" "$rootfs/app" "$rootfs/usr/lib" -type f \( -name '*.so*' -o -path '*/bin/*' \) -exec ldd {} + 2>/dev/null |
+		awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $2 ~ /^\(/ { print $1 }' | grep -v -e "^$rootfs/" -e "^$(dirname "$libpython")/" | sort -u)
+	for lib in "${libs[@]}"; do
+		mkdir -p "$rootfs$(dirname "$lib")"
+		cp -L "$lib" "$rootfs$lib"
+	done
+	"$repo/test/images/build-image.sh" --user 65532:65532 --env PYTHONPATH=/app/lib --env PYTHONDONTWRITEBYTECODE=1 --env PYTHONUNBUFFERED=1 \
+		"leaderhook.test/$op:$tag" "$rootfs" "$archive.tmp" -- /opt/python/bin/python3.11 -s /app/main.py >/dev/null ||
 		{ echo "build.sh: building image leaderhook.test/$op:$tag failed" >&2; exit 1; }
 	mv "$archive.tmp" "$archive"
 	rm -rf "$rootfs"
