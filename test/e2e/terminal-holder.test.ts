@@ -5,7 +5,11 @@
  * frees its lock and the standby would wait forever. With leaderhook
  * installed from deploy/, the standby's hook sees the holder Failed with every
  * container terminated (R2) and frees the lock: the standby leads while the
- * old pod object still exists.
+ * old pod object still exists. The same for controller-runtime's Lease, held
+ * as `hostname_uuid` with the hostname the kubelet gives the leader (here a
+ * spec.hostname no other pod has): the standby's hook writes the leaderless
+ * record (R2 for Leases held by identity) and the standby leads before the
+ * lease would have run out.
  *
  * Needs the leaderhook and operator images (scripts/build-local-image.sh,
  * test/operators/build.sh).
@@ -13,7 +17,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
-import { connectTestCluster, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
+import { connectTestCluster, coordination, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
 import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, readLflLock } from '../support/leaderhook.ts';
@@ -24,10 +28,16 @@ const LOCK = 'lfl-operator-lock';
 const DEADLINE_SECONDS = 25;
 
 /** The lfl-operator pod of test/operators as a bare pod, without the POD_NAME the webhook adds. */
-function operatorPod(name: string, activeDeadlineSeconds?: number): V1Pod {
-  const { metadata, spec } = operatorManifest('lfl-operator', { withoutPodNameEnv: true }).spec.template;
-  return { metadata: { ...metadata, name }, spec: { ...spec!, restartPolicy: 'Never', ...(activeDeadlineSeconds ? { activeDeadlineSeconds } : {}) } };
+function operatorPod(name: string, activeDeadlineSeconds?: number, operator = 'lfl-operator', extraSpec: Partial<NonNullable<V1Pod['spec']>> = {}): V1Pod {
+  const { metadata, spec } = operatorManifest(operator, { withoutPodNameEnv: true }).spec.template;
+  return {
+    metadata: { ...metadata, name },
+    spec: { ...spec!, restartPolicy: 'Never', ...(activeDeadlineSeconds ? { activeDeadlineSeconds } : {}), ...extraSpec },
+  };
 }
+
+/** A MicroTime as client-node hands it over (a string on the wire, typed as a Date), in ms. */
+const msOf = (time: Date | string | undefined) => (time === undefined ? Number.NaN : new Date(time).getTime());
 
 const lockOwner = async (namespace: string) => (await readLflLock(namespace))?.holder;
 
@@ -91,5 +101,85 @@ describe('a leader that ends Failed without being deleted (kubelet: activeDeadli
       `an R2 LeaderLockReleased Event: ${JSON.stringify(events.items.map((e) => [e.reason, e.message]))}`,
     );
     t.diagnostic(`event: ${released.find((e) => /R2/.test(e.message ?? ''))?.message}`);
+  });
+});
+
+describe('a Lease leader that ends Failed without being deleted (kubelet: activeDeadlineSeconds)', () => {
+  const LEASE = 'lease-operator-lock';
+  let uninstall: (() => Promise<void>) | undefined;
+  let ns: TestNamespace;
+  const readLease = () => coordination.readNamespacedLease({ name: LEASE, namespace: ns.name });
+
+  before(async () => {
+    uninstall = await installLeaderhook();
+    ns = await createTestNamespace('e2e-terminal-lease', INJECTION_LABEL);
+    await applyOperatorRbac(ns.name);
+    await grantReleaseHook(ns.name, 'test-operator');
+  });
+  after(async () => {
+    await ns?.cleanup();
+    await uninstall?.();
+  });
+
+  test("R2 writes the leaderless record over the Failed holder's Lease; the standby leads before it would have expired", async (t) => {
+    const t0 = Date.now();
+    const since = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
+    await core.createNamespacedPod({ namespace: ns.name, body: operatorPod('leader', DEADLINE_SECONDS, 'lease-operator', { hostname: 'leader-host' }) });
+    // controller-runtime names itself by os.Hostname(): the kubelet's hostname of the pod
+    const held = await waitFor(
+      'pod leader to hold the Lease',
+      async () => {
+        const lease = await readLease().catch(() => undefined);
+        return lease?.spec?.holderIdentity?.startsWith('leader-host_') ? lease : undefined;
+      },
+      90_000,
+    );
+    t.diagnostic(`${since()} leader holds ${LEASE} as ${held.spec?.holderIdentity}`);
+    await core.createNamespacedPod({ namespace: ns.name, body: operatorPod('standby', undefined, 'lease-operator') });
+    await waitFor(
+      'the standby to run',
+      async () => (await core.readNamespacedPod({ name: 'standby', namespace: ns.name })).status?.phase === 'Running',
+      90_000,
+    );
+
+    // the leader's last renewal, as seen until the kubelet fails it (the hook may release right after)
+    let lastRenewal = held;
+    const failed = await waitFor(
+      'the kubelet to fail the leader (DeadlineExceeded)',
+      async () => {
+        const lease = await readLease();
+        if (lease.spec?.holderIdentity === held.spec?.holderIdentity) lastRenewal = lease;
+        const pod = await core.readNamespacedPod({ name: 'leader', namespace: ns.name });
+        return pod.status?.phase === 'Failed' ? pod : undefined;
+      },
+      (DEADLINE_SECONDS + 60) * 1000,
+    );
+    assert.equal(failed.status?.reason, 'DeadlineExceeded');
+    t.diagnostic(`${since()} leader Failed; its last renewal seen ${new Date(msOf(lastRenewal.spec?.renewTime)).toISOString()}`);
+
+    const taken = await waitFor(
+      'the standby to hold the Lease',
+      async () => {
+        const lease = await readLease();
+        return lease.spec?.holderIdentity?.startsWith('standby_') ? lease : undefined;
+      },
+      60_000,
+    );
+    const renewed = msOf(lastRenewal.spec?.renewTime);
+    const expiry = renewed + (lastRenewal.spec?.leaseDurationSeconds ?? 15) * 1000;
+    const acquired = msOf(taken.spec?.acquireTime);
+    t.diagnostic(
+      `${since()} standby acquired ${((acquired - renewed) / 1000).toFixed(1)}s after the leader's last renewal (the lease would have run out at +${((expiry - renewed) / 1000).toFixed(0)}s)`,
+    );
+    assert.ok(Number.isFinite(renewed) && acquired < expiry, 'the standby took the Lease before it would have expired: the hook released it, not the clock');
+    const old = await core.readNamespacedPod({ name: 'leader', namespace: ns.name });
+    assert.equal(old.metadata?.uid, failed.metadata?.uid, 'the old leader pod still exists');
+    const events = await core.listNamespacedEvent({ namespace: ns.name });
+    const released = events.items.filter((e: CoreV1Event) => e.reason === 'LeaderLockReleased' && /Lease lease-operator-lock \(R2:/.test(e.message ?? ''));
+    assert.ok(
+      released.some((e) => e.involvedObject.name === 'leader'),
+      `an R2 LeaderLockReleased Event on the leader: ${JSON.stringify(events.items.map((e) => [e.reason, e.message]))}`,
+    );
+    t.diagnostic(`event: ${released[0]?.message}`);
   });
 });
