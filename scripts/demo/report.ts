@@ -19,6 +19,7 @@ const operatorTitle: Record<OperatorName, string> = {
   'lfl-operator': 'leader-for-life (operator-lib leader.Become, ConfigMap lock)',
   'lease-operator': 'Lease (controller-runtime, 15 s lease, no ReleaseOnCancel)',
   'client-go-operator': 'Lease (client-go LeaderElector, held as the pod name, 15 s lease, no ReleaseOnCancel)',
+  'josdk-operator': "Lease (Java Operator SDK on fabric8's LeaderElector, held as $HOSTNAME, 15 s lease, releaseOnCancel off)",
 };
 
 /** One line on what the difference means; honest where leaderhook's lock came free but the operator's own retry decided. */

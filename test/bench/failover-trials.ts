@@ -49,17 +49,19 @@ export const SCENARIOS: Record<string, string> = {
   'lfl-stuck-terminating':
     'leader-for-life operator, Deployment of 2: the leader pod deleted but held Terminating by a finalizer after its containers stopped (a stuck volume detach, a controller that never removes its finalizer)',
   'client-go-rollout': 'client-go LeaderElector operator (Lease held as the pod name, 15 s lease, no ReleaseOnCancel), Deployment of 2: the leader pod deleted',
+  'josdk-rollout':
+    "Java Operator SDK operator (fabric8's LeaderElector, Lease held as $HOSTNAME, 15 s lease, releaseOnCancel off), Deployment of 2: the leader pod deleted",
 };
 
 /** The operators whose lock is a Lease: the Lease targets apply to their scenarios. */
-export const LEASE_OPERATORS: readonly string[] = ['lease-operator', 'client-go-operator'];
+export const LEASE_OPERATORS: readonly string[] = ['lease-operator', 'client-go-operator', 'josdk-operator'];
 
 /**
  * The scenarios in which rule R1 should free the lock: the leader stops well
  * before its deadline, so its hook's SIGTERM comes in time. The target "lock
  * gone p99 ≤ 250 ms after the delete" applies to these.
  */
-export const RELEASED_BY_R1: readonly string[] = ['lfl-rollout', 'lease-rollout', 'lfl-stuck-terminating', 'client-go-rollout'];
+export const RELEASED_BY_R1: readonly string[] = ['lfl-rollout', 'lease-rollout', 'lfl-stuck-terminating', 'client-go-rollout', 'josdk-rollout'];
 
 /** The lines of a benchmark's record, each a JSON object; `what` names the record in an error. */
 export function parseJsonLines<T>(text: string, what: string): T[] {

@@ -49,6 +49,7 @@ const SCENARIO_LIST: Scenario[] = [
   { name: 'lease-rollout', operator: 'lease-operator', stuckTerminating: false },
   { name: 'lfl-stuck-terminating', operator: 'lfl-operator', stuckTerminating: true },
   { name: 'client-go-rollout', operator: 'client-go-operator', stuckTerminating: false },
+  { name: 'josdk-rollout', operator: 'josdk-operator', stuckTerminating: false },
 ];
 
 const usage = `usage: npm run bench:failover -- [--trials 1] [--scenario NAME ...] [--timeout 45] [--out FILE] [--docs DIR]

@@ -17,7 +17,7 @@ import { type Mark, mark } from './timeline.ts';
 import { waitForNewLeaderRunning, waitForTakeover } from './takeover.ts';
 import type { Recording } from './recorder.ts';
 
-export type OperatorName = 'lfl-operator' | 'lease-operator' | 'client-go-operator';
+export type OperatorName = 'lfl-operator' | 'lease-operator' | 'client-go-operator' | 'josdk-operator';
 
 export function lockOf(operator: OperatorName): LeaderLock<unknown> {
   return leaderLockOf(operator) as LeaderLock<unknown>;

@@ -195,6 +195,17 @@ const tolerateFakeNode = [
   { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoSchedule' },
 ];
 
+/** What every test pod's spec starts with: bound to `node`, the namespace's ServiceAccount without a token, tolerating the fake node. */
+function boundTo(node: string) {
+  return {
+    nodeName: node,
+    serviceAccountName: 'operator',
+    automountServiceAccountToken: false,
+    terminationGracePeriodSeconds: 30,
+    tolerations: tolerateFakeNode,
+  };
+}
+
 /** A pod bound to `node` (a fake node, or the real one). Containers: an init container, the hook sidecar, the operator. */
 export async function createPod(
   ns: string,
@@ -211,11 +222,7 @@ export async function createPod(
       kind: 'Pod',
       metadata: { name, labels: extra.labels ?? { app: 'operator' }, ...(extra.annotations ? { annotations: extra.annotations } : {}) },
       spec: {
-        nodeName: node,
-        serviceAccountName: 'operator',
-        automountServiceAccountToken: false,
-        terminationGracePeriodSeconds: 30,
-        tolerations: tolerateFakeNode,
+        ...boundTo(node),
         initContainers: [
           { name: 'setup', image: pauseImage, imagePullPolicy: 'Never' },
           { name: 'leaderhook', image: pauseImage, imagePullPolicy: 'Never', restartPolicy: 'Always' },
@@ -247,11 +254,7 @@ export async function createReplicaSet(ns: string, name: string, node: string, r
         template: {
           metadata: { labels },
           spec: {
-            nodeName: node,
-            serviceAccountName: 'operator',
-            automountServiceAccountToken: false,
-            terminationGracePeriodSeconds: 30,
-            tolerations: tolerateFakeNode,
+            ...boundTo(node),
             containers: [{ name: 'manager', image: pauseImage, imagePullPolicy: 'Never' }],
             ...spec,
           },
