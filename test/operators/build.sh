@@ -48,6 +48,22 @@ new_rootfs() {
 	printf 'root:x:0:\nnonroot:x:65532:\n' >"$rootfs/etc/group"
 }
 
+# Packs $rootfs as image leaderhook.test/OP:$tag, run as the nonroot user,
+# into ARCHIVE, then removes it: pack_image OP ARCHIVE [--env K=V ...] -- COMMAND...
+pack_image() {
+	local op="$1" archive="$2" flags=()
+	shift 2
+	while [[ $# -gt 0 && "$1" != -- ]]; do
+		flags+=("$1")
+		shift
+	done
+	"$repo/test/images/build-image.sh" --user 65532:65532 "${flags[@]}" "leaderhook.test/$op:$tag" "$rootfs" "$archive.tmp" "$@" >/dev/null ||
+		{ echo "build.sh: building image leaderhook.test/$op:$tag failed" >&2; exit 1; }
+	mv "$archive.tmp" "$archive"
+	rm -rf "$rootfs"
+	trap - EXIT
+}
+
 archives=()
 for op in lfl-operator lease-operator client-go-operator; do
 	bin="$cache/bin/$op-$key"
@@ -61,11 +77,7 @@ for op in lfl-operator lease-operator client-go-operator; do
 	if [[ ! -f "$archive" ]]; then
 		new_rootfs
 		install -m 0755 "$bin" "$rootfs/$op"
-		"$repo/test/images/build-image.sh" --user 65532:65532 "leaderhook.test/$op:$tag" "$rootfs" "$archive.tmp" -- "/$op" >/dev/null ||
-			{ echo "build.sh: building image leaderhook.test/$op:$tag failed" >&2; exit 1; }
-		mv "$archive.tmp" "$archive"
-		rm -rf "$rootfs"
-		trap - EXIT
+		pack_image "$op" "$archive" -- "/$op"
 	fi
 	archives+=("$archive")
 	echo "leaderhook.test/$op:$tag $archive"
@@ -108,12 +120,7 @@ if [[ ! -f "$archive" ]]; then
 	done
 	# No perf data (nothing to write under a read-only root), one GC thread's worth
 	# of heap bookkeeping, and the heap sized from the container's memory limit.
-	"$repo/test/images/build-image.sh" --user 65532:65532 "leaderhook.test/$op:$tag" "$rootfs" "$archive.tmp" -- \
-		/opt/java/bin/java -XX:-UsePerfData -XX:+UseSerialGC -XX:MaxRAMPercentage=50 -Xss512k -jar "/app/$op.jar" >/dev/null ||
-		{ echo "build.sh: building image leaderhook.test/$op:$tag failed" >&2; exit 1; }
-	mv "$archive.tmp" "$archive"
-	rm -rf "$rootfs"
-	trap - EXIT
+	pack_image "$op" "$archive" -- /opt/java/bin/java -XX:-UsePerfData -XX:+UseSerialGC -XX:MaxRAMPercentage=50 -Xss512k -jar "/app/$op.jar"
 fi
 archives+=("$archive")
 echo "leaderhook.test/$op:$tag $archive"
@@ -161,12 +168,7 @@ if [[ ! -f "$archive" ]]; then
 		mkdir -p "$rootfs$(dirname "$lib")"
 		cp -L "$lib" "$rootfs$lib"
 	done
-	"$repo/test/images/build-image.sh" --user 65532:65532 --env PYTHONPATH=/app/lib --env PYTHONDONTWRITEBYTECODE=1 --env PYTHONUNBUFFERED=1 \
-		"leaderhook.test/$op:$tag" "$rootfs" "$archive.tmp" -- /opt/python/bin/python3.11 -s /app/main.py >/dev/null ||
-		{ echo "build.sh: building image leaderhook.test/$op:$tag failed" >&2; exit 1; }
-	mv "$archive.tmp" "$archive"
-	rm -rf "$rootfs"
-	trap - EXIT
+	pack_image "$op" "$archive" --env PYTHONPATH=/app/lib --env PYTHONDONTWRITEBYTECODE=1 --env PYTHONUNBUFFERED=1 -- /opt/python/bin/python3.11 -s /app/main.py
 fi
 archives+=("$archive")
 echo "leaderhook.test/$op:$tag $archive"
