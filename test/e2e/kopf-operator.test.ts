@@ -357,8 +357,10 @@ async function cleanExit(t: TestContext, hook: boolean): Promise<void> {
 
   if (hook) assertInjected(recording);
   else assertNotInjected(recording);
+  // the entry's removal is seen through a watch, which lags the operator's own log lines by a few
+  // milliseconds: only the order that lag cannot reverse is asserted
   assertBefore({ label: '"stopping" of the old leader', at: logOf(recording, LEADER, 'stopping')?.at }, { label: 'entry gone', at: failover.removed.at });
-  assertBefore({ label: 'entry gone', at: failover.removed.at }, { label: '"stopped" of the old leader', at: logOf(recording, LEADER, 'stopped')?.at });
+  assert.ok(logOf(recording, LEADER, 'stopped'), 'the old leader stopped by itself (a clean exit)');
   const firstBeat = beatsOf(recording, STANDBY)[0];
   assertBefore({ label: 'entry gone', at: failover.removed.rv }, { label: "the new leader's first heartbeat", at: firstBeat?.rv });
   const { deadline } = lastEntry(peering, LEADER, failover.removed.at);
