@@ -299,6 +299,13 @@ start_in() {
 	echo "$!" >"$STATE/pids/$name.pid"
 	echo "$1" >"$STATE/pids/$name.cmd"
 	signature "$@" >"$STATE/pids/$name.args"
+	# Until the job has exec'd nsenter its command line is this shell's, and
+	# pid_alive would take it for dead: a busy machine can take that long.
+	local tries
+	for ((tries = 0; tries < 50; tries++)); do
+		pid_alive "$name" && break
+		sleep 0.1
+	done
 }
 
 # start NAME CMD...: start_in the control plane's namespace.
