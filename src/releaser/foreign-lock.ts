@@ -128,13 +128,21 @@ export class ForeignLock implements ForeignLockView {
   }
 
   #releaseTarget(): ReleaseTarget {
+    const { ctx, kind, client } = this.#deps;
+    // the version read live and found to be a lock
+    const lock = this.#lock as LockObject;
+    const uid = lock.metadata?.uid as string;
+    const resourceVersion = lock.metadata?.resourceVersion as string;
     return {
+      kind: kind.kind,
       name: this.name,
-      owner: this.owner,
-      // the version read live and found to be a lock
-      lock: this.#lock as LockObject,
-      identity: this,
+      holderPod: { name: this.owner.name, uid: this.owner.uid },
+      holderFields: { holder: this.owner.name, holderUid: this.owner.uid },
+      version: `${uid}/${resourceVersion}`,
+      tracker: this,
       isCurrent: () => this.#tracked,
+      write: (opts) => kind.delete(client, ctx.ns, this.name, { uid, resourceVersion }, opts),
+      released: () => this.#deps.forget(this.name),
     };
   }
 }

@@ -43,7 +43,7 @@ export class ForeignLocks implements LockHandler {
       client: sources.client,
       cache: sources.cache,
       holders: this.#holders,
-      releaser: new ForeignRelease(ctx, sources.client, sources.events, { kind, observe: sources.observe, forget: (name) => this.remove(name) }),
+      releaser: new ForeignRelease(ctx, sources.client, sources.events, { observe: sources.observe }),
       forget: (name) => this.remove(name),
     };
     sources.cache.subscribe(this);

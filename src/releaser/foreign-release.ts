@@ -1,27 +1,38 @@
 /**
  * The release of another pod's lock once R0, R2 or R3 holds
  * (docs/design.md#how-a-release-is-written): observe mode read live from the
- * own pod right before, then a delete of exactly the version read, guarded
- * by its uid and resourceVersion, told by an Event on both pods.
+ * own pod right before, then the lock kind's write of exactly the version
+ * read (a delete guarded by its uid and resourceVersion, or a Lease's
+ * leaderless record over its resourceVersion), told by an Event on both pods.
+ * One writer for every kind, so a release is logged, counted and told the
+ * same way whichever rule found it.
  */
 
+import type { KubeClient, RequestOptions } from '../kube/client.ts';
 import { isConflict, isNotFound } from '../kube/errors.ts';
-import type { OwnerReference } from '../kube/types.ts';
-import { backgroundRequest, type ContextWithoutClient, type ForeignLockClient } from './context.ts';
+import { backgroundRequest, type ContextWithoutClient } from './context.ts';
 import type { EventRecorder } from './events.ts';
-import { type LockKind, type LockObject, lockId } from './lock-kinds.ts';
+import { type LockKind, lockId } from './lock-kinds.ts';
 import { observeMode } from './rules.ts';
 
-/** A lock of another pod found releasable. */
+/** A lock of another pod found releasable, and how its kind is written. */
 export interface ReleaseTarget {
+  readonly kind: LockKind['kind'];
   readonly name: string;
-  readonly owner: OwnerReference;
-  /** The version read live and found to be a lock; a change since is a 409. */
-  readonly lock: LockObject;
-  /** The same for every release of one tracked lock: observe mode reports each version once per lock. */
-  readonly identity: object;
+  /** The pod the rule found finished or gone: the Events go to it and to this pod. */
+  readonly holderPod: { readonly name: string; readonly uid: string };
+  /** How log lines name the holder (its owner reference, or the identity it holds the Lease as). */
+  readonly holderFields: Readonly<Record<string, unknown>>;
+  /** The version read live (uid/resourceVersion); observe mode reports each once per `tracker`. */
+  readonly version: string;
+  /** The same for every release of one tracked lock. */
+  readonly tracker: object;
   /** Whether the lock is still tracked for this holder (not forgotten, not replaced by a new holder's). */
   isCurrent(): boolean;
+  /** The write of exactly the version read; a change since is a 409. */
+  write(opts: RequestOptions): Promise<unknown>;
+  /** The write succeeded: the lock is tracked no more, before the Events tell of it. */
+  released?(): void;
 }
 
 /** `retry` when the release could not be done and must be tried again later. */
@@ -29,67 +40,55 @@ export type ReleaseOutcome = 'retry' | 'done';
 
 export class ForeignRelease {
   readonly #ctx: ContextWithoutClient;
-  readonly #client: ForeignLockClient;
-  readonly #kind: LockKind;
+  readonly #client: Pick<KubeClient, 'getPod'>;
   readonly #events: EventRecorder;
   /** Observe mode whatever the own pod's annotation says (the flag); the annotation can only add it. */
   readonly #observe: boolean;
   /** Observe mode: the lock version already reported per tracked lock, so events are not repeated. */
   readonly #observed = new WeakMap<object, string>();
-  /** The lock was released: it is tracked no more, before the Events tell of it. */
-  readonly #forget: (name: string) => void;
 
-  constructor(
-    ctx: ContextWithoutClient,
-    client: ForeignLockClient,
-    events: EventRecorder,
-    settings: { kind: LockKind; observe: boolean; forget: (name: string) => void },
-  ) {
+  constructor(ctx: ContextWithoutClient, client: Pick<KubeClient, 'getPod'>, events: EventRecorder, settings: { observe: boolean }) {
     this.#ctx = ctx;
     this.#client = client;
-    this.#kind = settings.kind;
     this.#events = events;
     this.#observe = settings.observe;
-    this.#forget = settings.forget;
   }
 
   async release(t: ReleaseTarget, rule: string, why: string): Promise<ReleaseOutcome> {
     const ctx = this.#ctx;
-    const { owner } = t;
-    const uid = t.lock.metadata?.uid as string;
-    const resourceVersion = t.lock.metadata?.resourceVersion as string;
     const observe = await this.#observeNow(t);
     if (observe === 'retry') return 'retry';
     if (observe === undefined || ctx.signal.aborted || !t.isCurrent()) return 'done';
-    const kind = this.#kind.kind;
-    const fields = { rule, lock: lockId(this.#kind, t.name), holder: owner.name, holderUid: owner.uid, observe };
-    const target = { name: owner.name, namespace: ctx.ns, uid: owner.uid };
+    const { kind, name } = t;
+    const fields = { rule, lock: lockId(t, name), ...t.holderFields, observe };
+    const target = { name: t.holderPod.name, namespace: ctx.ns, uid: t.holderPod.uid };
     if (observe) {
-      const key = `${uid}/${resourceVersion}/${rule}`;
-      if (this.#observed.get(t.identity) === key) return 'done';
-      this.#observed.set(t.identity, key);
-      ctx.log.info(fields, `would release lock ${t.name} (${rule}: ${why}); observe mode, releasing nothing`);
+      const key = `${t.version}/${rule}`;
+      if (this.#observed.get(t.tracker) === key) return 'done';
+      this.#observed.set(t.tracker, key);
+      ctx.log.info(fields, `would release lock ${name} (${rule}: ${why}); observe mode, releasing nothing`);
       ctx.metrics.release(rule, kind, 'observed');
-      await this.#events.emitOnBoth(target, 'LeaderLockWouldRelease', `Would release leader lock ${kind} ${t.name} (${rule}: ${why}); observe mode`);
+      await this.#events.emitOnBoth(target, 'LeaderLockWouldRelease', `Would release leader lock ${kind} ${name} (${rule}: ${why}); observe mode`);
       return 'done';
     }
     try {
-      await this.#kind.delete(this.#client, ctx.ns, t.name, { uid, resourceVersion }, backgroundRequest(ctx));
+      await t.write(backgroundRequest(ctx));
     } catch (err) {
       if (isNotFound(err) || isConflict(err)) {
-        ctx.log.info({ ...fields, err }, `lock ${t.name} already deleted or changed by someone else; nothing to do`);
+        // someone wrote it since the read: the watch brings what they wrote
+        ctx.log.info({ ...fields, err }, `lock ${name} already released or changed by someone else; nothing to do`);
         ctx.metrics.release(rule, kind, 'moved');
         return 'done';
       }
       if (ctx.signal.aborted) return 'done';
-      ctx.log.warn({ ...fields, err }, `releasing lock ${t.name} failed; will retry`);
+      ctx.log.warn({ ...fields, err }, `releasing lock ${name} failed; will retry`);
       ctx.metrics.release(rule, kind, 'failed');
       return 'retry';
     }
-    ctx.log.info(fields, `released lock ${t.name} (${rule}: ${why})`);
+    ctx.log.info(fields, `released lock ${name} (${rule}: ${why})`);
     ctx.metrics.release(rule, kind, 'released');
-    this.#forget(t.name);
-    await this.#events.emitOnBoth(target, 'LeaderLockReleased', `Released leader lock ${kind} ${t.name} (${rule}: ${why})`);
+    t.released?.();
+    await this.#events.emitOnBoth(target, 'LeaderLockReleased', `Released leader lock ${kind} ${name} (${rule}: ${why})`);
     return 'done';
   }
 
@@ -107,7 +106,7 @@ export class ForeignRelease {
       return observeMode(pod, this.#observe);
     } catch (err) {
       if (!ctx.signal.aborted && t.isCurrent()) {
-        ctx.log.warn({ err, lock: lockId(this.#kind, t.name) }, 'cannot read own pod before releasing a lock; will retry');
+        ctx.log.warn({ err, lock: lockId(t, t.name) }, 'cannot read own pod before releasing a lock; will retry');
         return 'retry';
       }
       return undefined;

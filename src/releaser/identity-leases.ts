@@ -9,14 +9,15 @@
  * and its Lease expires by itself.
  */
 import type { KubeClient } from '../kube/client.ts';
-import { isConflict, isNotFound } from '../kube/errors.ts';
+import { isNotFound } from '../kube/errors.ts';
 import type { Lease, Pod } from '../kube/types.ts';
 import { allowed, backgroundRequest, type ContextWithoutClient } from './context.ts';
 import type { EventRecorder } from './events.ts';
+import { ForeignRelease } from './foreign-release.ts';
 import { HolderWatches, type WatchPodByName } from './holder-watches.ts';
 import { decideIdentityHolderRelease, heldByName, identityHost, leaseExpired } from './lease-identity.ts';
 import { BackoffRetry } from './retry.ts';
-import { observeMode, releasedLease } from './rules.ts';
+import { releasedLease } from './rules.ts';
 import { KeyedSerializer } from './serializer.ts';
 
 /** What R2 for a Lease held by identity asks of the API. */
@@ -36,15 +37,12 @@ interface TrackedLease {
   /** The pods that could be its holder at the last look, watched by name. */
   carriers: Set<string>;
   readonly retry: BackoffRetry;
-  /** Observe mode: the version already reported, so each is told of once. */
-  observedVersion?: string;
 }
 
 export class IdentityLeases {
   readonly #ctx: ContextWithoutClient;
   readonly #client: IdentityLeaseClient;
-  readonly #events: EventRecorder;
-  readonly #observe: boolean;
+  readonly #writer: ForeignRelease;
   readonly #tracked = new Map<string, TrackedLease>();
   readonly #carriers: HolderWatches;
   readonly #passes = new KeyedSerializer<string>();
@@ -52,8 +50,7 @@ export class IdentityLeases {
   constructor(ctx: ContextWithoutClient, sources: IdentityLeaseSources) {
     this.#ctx = ctx;
     this.#client = sources.client;
-    this.#events = sources.events;
-    this.#observe = sources.observe;
+    this.#writer = new ForeignRelease(ctx, sources.client, sources.events, { observe: sources.observe });
     this.#carriers = new HolderWatches(ctx, sources.watchPod, (podName) => {
       for (const [name, t] of this.#tracked) if (t.carriers.has(podName)) void this.evaluate(name);
     });
@@ -154,48 +151,25 @@ export class IdentityLeases {
     for (const n of dropped) if (![...this.#tracked.values()].some((o) => o.carriers.has(n))) this.#carriers.unwatch(n);
   }
 
-  /** The leaderless record over the version read, or in observe mode an Event saying so; an Event on both pods. */
+  /** The leaderless record over exactly the version read, written by the one release writer. */
   async #release(lease: Lease, holderPod: Pod, why: string, t: TrackedLease): Promise<void> {
     const ctx = this.#ctx;
     const name = lease.metadata?.name as string;
-    const id = `Lease/${name}`;
-    let observe: boolean;
-    try {
-      observe = observeMode(await this.#client.getPod(ctx.ns, ctx.podName, backgroundRequest(ctx)), this.#observe);
-    } catch (err) {
-      if (!ctx.signal.aborted && this.#tracked.get(name) === t) {
-        ctx.log.warn({ err, lock: id }, 'cannot read own pod before releasing a Lease; will retry');
-        t.retry.schedule();
-      }
-      return;
-    }
-    const fields = { rule: 'R2', lock: id, holder: t.holder, holderPod: holderPod.metadata?.name, observe };
-    const target = { name: holderPod.metadata?.name as string, namespace: ctx.ns, uid: holderPod.metadata?.uid as string };
-    if (observe) {
-      if (t.observedVersion === lease.metadata?.resourceVersion) return;
-      t.observedVersion = lease.metadata?.resourceVersion;
-      ctx.log.info(fields, `would release lock ${name} (R2: ${why}); observe mode, releasing nothing`);
-      ctx.metrics.release('R2', 'Lease', 'observed');
-      await this.#events.emitOnBoth(target, 'LeaderLockWouldRelease', `Would release leader lock Lease ${name} (R2: ${why}); observe mode`);
-      return;
-    }
-    try {
-      await this.#client.updateLease(ctx.ns, releasedLease(lease, ctx.clock.now()), backgroundRequest(ctx));
-    } catch (err) {
-      if (isNotFound(err) || isConflict(err)) {
-        // someone wrote it since the read: the watch brings what they wrote
-        ctx.log.info({ ...fields, err }, `Lease ${name} already released or changed by someone else; nothing to do`);
-        ctx.metrics.release('R2', 'Lease', 'moved');
-        return;
-      }
-      if (ctx.signal.aborted) return;
-      ctx.log.warn({ ...fields, err }, `releasing Lease ${name} failed; will retry`);
-      ctx.metrics.release('R2', 'Lease', 'failed');
-      t.retry.schedule();
-      return;
-    }
-    ctx.log.info(fields, `released lock ${name} (R2: ${why})`);
-    ctx.metrics.release('R2', 'Lease', 'released');
-    await this.#events.emitOnBoth(target, 'LeaderLockReleased', `Released leader lock Lease ${name} (R2: ${why})`);
+    const podName = holderPod.metadata?.name as string;
+    const outcome = await this.#writer.release(
+      {
+        kind: 'Lease',
+        name,
+        holderPod: { name: podName, uid: holderPod.metadata?.uid as string },
+        holderFields: { holder: t.holder, holderPod: podName },
+        version: `${lease.metadata?.uid}/${lease.metadata?.resourceVersion}`,
+        tracker: t,
+        isCurrent: () => this.#tracked.get(name) === t,
+        write: (opts) => this.#client.updateLease(ctx.ns, releasedLease(lease, ctx.clock.now()), opts),
+      },
+      'R2',
+      why,
+    );
+    if (outcome === 'retry') t.retry.schedule();
   }
 }

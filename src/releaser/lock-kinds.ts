@@ -46,6 +46,6 @@ export const leaseLocks: LockKind = {
 };
 
 /** `Kind/name`, as log lines, Events and results name a lock. */
-export function lockId(kind: LockKind, name: string): string {
+export function lockId(kind: Pick<LockKind, 'kind'>, name: string): string {
   return `${kind.kind}/${name}`;
 }

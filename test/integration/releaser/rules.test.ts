@@ -475,7 +475,7 @@ describe('release hook on a real cluster', { skip: skipReason, concurrency: 1 },
       }));
       await h.releaser.ready;
       await setPodStatus(ns.name, 'h-old', 'Failed', 'Evicted');
-      await waitFor('hook saw the lock move', async () => logsWith(h.logs, (l) => /already deleted or changed/.test(l.msg)).length > 0);
+      await waitFor('hook saw the lock move', async () => logsWith(h.logs, (l) => /already released or changed/.test(l.msg)).length > 0);
       const kube = await admin();
       const now = await kube.getConfigMap(ns.name, 'op-lock');
       assert.ok(recreatedUid);
