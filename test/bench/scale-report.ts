@@ -1,0 +1,157 @@
+/**
+ * bench:scale's record and its rendering: the tables the benchmark prints,
+ * and docs/scale.md (`node test/bench/scale-report.ts RECORD.json > docs/scale.md`
+ * writes the generated part). Pure apart from that command line.
+ */
+import { readFileSync } from 'node:fs';
+import type { ApiServerCost, ApiServerRates } from './apiserver-metrics.ts';
+import { sumOf } from './apiserver-metrics.ts';
+
+export interface ScaleRun {
+  /** Operator replicas (and hooks) per namespace. */
+  replicas: number;
+  hooks: number;
+  namespaces: number;
+  /** The API server over the window with the operators' Leases renewing and no hook. */
+  without: ApiServerRates;
+  with: ApiServerRates;
+  /** Every hook starting, 8 at a time, until the last was ready. */
+  start: ApiServerCost & { readyMsP50: number; readyMsP90: number };
+  hook: {
+    /** CPU milliseconds per second of one hook over the window. */
+    cpuMsPerSecondP50: number;
+    cpuMsPerSecondP90: number;
+    cpuMsPerSecondTotal: number;
+    rssKiBP50: number;
+    rssAnonKiBP50: number;
+    rssAnonKiBMax: number;
+    /** Hooks that had exited by the end of the window (each one a failure). */
+    exited: number;
+  };
+}
+
+export interface ScaleRecord {
+  command: string;
+  date: string;
+  machine: string;
+  kubernetes: string;
+  windowSeconds: number;
+  /** The cluster alone (N=0) over the window. */
+  idle: ApiServerRates;
+  runs: ScaleRun[];
+}
+
+const mcpu = (cores: number) => `${Math.round(cores * 1000)}`;
+const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(0);
+const fixed = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : '—');
+const perSecond = (r: ApiServerRates) => sumOf(r.requestsPerSecond);
+const eventsPerSecond = (r: ApiServerRates) => sumOf(r.watchEventsPerSecond);
+
+/** What one hook adds, from a run: the difference with and without hooks, divided by their number. */
+export function perHook(run: ScaleRun) {
+  const d = (f: (r: ApiServerRates) => number) => (f(run.with) - f(run.without)) / run.hooks;
+  return {
+    cpuMilliCores: d((r) => r.cpuCores) * 1000,
+    residentKiB: d((r) => r.residentBytes) / 1024,
+    watches: d((r) => r.watches),
+    requestsPerSecond: d(perSecond),
+    watchEventsPerSecond: d(eventsPerSecond),
+    watchBytesPerSecond: d((r) => r.watchBytesPerSecond),
+    startRequests: sumOf(run.start.requests) / run.hooks,
+    startResponseKiB: run.start.responseBytes / run.hooks / 1024,
+    startCpuMs: (run.start.cpuSeconds / run.hooks) * 1000,
+  };
+}
+
+/** The verbs and resources of the requests the hooks' start made, most first: `LIST pods 300, GET leases 300`. */
+function startRequests(run: ScaleRun, top = 5): string {
+  return Object.entries(run.start.requests)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+}
+
+/** The tables bench:scale prints and docs/scale.md holds. */
+export function renderScaleTables(record: ScaleRecord): string {
+  const lines: string[] = [
+    `The cluster alone (N=0): API server ${mcpu(record.idle.cpuCores)} mCPU, RSS ${mib(record.idle.residentBytes)} MiB, ${record.idle.watches} watches open, ${fixed(perSecond(record.idle))} requests/s.`,
+    '',
+    '### The API server, without and with the hooks',
+    '',
+    'Over the same window on the same objects, the Leases renewing every 2 s; "per hook" is the difference divided by N.',
+    '',
+    '| replicas per namespace | N hooks | namespaces | CPU mCPU without → with | per hook | RSS MiB without → with | per hook KiB | watches without → with | requests/s without → with | watch events/s without → with | watch KiB/s with |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  for (const run of record.runs) {
+    const h = perHook(run);
+    lines.push(
+      `| ${run.replicas} | ${run.hooks} | ${run.namespaces} | ${mcpu(run.without.cpuCores)} → ${mcpu(run.with.cpuCores)} | ${fixed(h.cpuMilliCores, 2)} | ` +
+        `${mib(run.without.residentBytes)} → ${mib(run.with.residentBytes)} | ${fixed(h.residentKiB, 0)} | ${run.without.watches} → ${run.with.watches} | ` +
+        `${fixed(perSecond(run.without))} → ${fixed(perSecond(run.with))} | ${fixed(eventsPerSecond(run.without))} → ${fixed(eventsPerSecond(run.with))} | ${fixed(run.with.watchBytesPerSecond / 1024)} |`,
+    );
+  }
+  lines.push(
+    '',
+    '### Every hook starting at once (a rollout of all of them)',
+    '',
+    '| replicas per namespace | N hooks | wall s | requests per hook | response KiB per hook | API server CPU ms per hook | ready p50 / p90 ms | requests (most first) |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+  );
+  for (const run of record.runs) {
+    const h = perHook(run);
+    lines.push(
+      `| ${run.replicas} | ${run.hooks} | ${fixed(run.start.seconds)} | ${fixed(h.startRequests)} | ${fixed(h.startResponseKiB)} | ${fixed(h.startCpuMs, 0)} | ` +
+        `${Math.round(run.start.readyMsP50)} / ${Math.round(run.start.readyMsP90)} | ${startRequests(run)} |`,
+    );
+  }
+  lines.push(
+    '',
+    '### Each hook, idle in its namespace',
+    '',
+    "Watch events a hook receives: the API server's watch events per second with hooks less without, divided by N.",
+    '',
+    '| replicas per namespace | N hooks | CPU ms/s p50 / p90 | watch events/s per hook | CPU ms per event | RssAnon p50 / max MiB | RSS p50 MiB | hooks exited |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  );
+  for (const run of record.runs) {
+    const h = perHook(run);
+    lines.push(
+      `| ${run.replicas} | ${run.hooks} | ${fixed(run.hook.cpuMsPerSecondP50, 2)} / ${fixed(run.hook.cpuMsPerSecondP90, 2)} | ${fixed(h.watchEventsPerSecond, 2)} | ` +
+        `${fixed(run.hook.cpuMsPerSecondP50 / h.watchEventsPerSecond, 2)} | ${fixed(run.hook.rssAnonKiBP50 / 1024)} / ${fixed(run.hook.rssAnonKiBMax / 1024)} | ${fixed(run.hook.rssKiBP50 / 1024)} | ${run.hook.exited} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** The per-hook cost of the largest run of each namespace size, times 10,000 and 100,000 hooks. */
+export function renderExtrapolation(record: ScaleRecord): string {
+  const largest = new Map<number, ScaleRun>();
+  for (const run of record.runs) if ((largest.get(run.replicas)?.hooks ?? 0) < run.hooks) largest.set(run.replicas, run);
+  const lines = [
+    '| replicas per namespace | from N | hooks | API server CPU cores | API server RSS GiB | watches | requests/s | watch events/s | watch MiB/s | a rollout of all: requests, list GiB |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  for (const run of largest.values()) {
+    const h = perHook(run);
+    for (const n of [10_000, 100_000]) {
+      lines.push(
+        `| ${run.replicas} | ${run.hooks} | ${n.toLocaleString('en')} | ${fixed((h.cpuMilliCores * n) / 1000)} | ${fixed((h.residentKiB * n) / 2 ** 20)} | ${Math.round(h.watches * n).toLocaleString('en')} | ` +
+          `${Math.round(h.requestsPerSecond * n).toLocaleString('en')} | ${Math.round(h.watchEventsPerSecond * n).toLocaleString('en')} | ${fixed((h.watchBytesPerSecond * n) / 2 ** 20)} | ` +
+          `${Math.round(h.startRequests * n).toLocaleString('en')}, ${fixed((h.startResponseKiB * n) / 2 ** 20)} |`,
+      );
+    }
+  }
+  return lines.join('\n');
+}
+
+if (import.meta.main) {
+  const file = process.argv[2];
+  if (!file) {
+    process.stderr.write('usage: node test/bench/scale-report.ts RECORD.json\n');
+    process.exit(2);
+  }
+  const record = JSON.parse(readFileSync(file, 'utf8')) as ScaleRecord;
+  process.stdout.write(`${renderScaleTables(record)}\n\n### Extrapolated\n\n${renderExtrapolation(record)}\n`);
+}

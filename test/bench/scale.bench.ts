@@ -1,0 +1,271 @@
+/**
+ * `npm run bench:scale`: what the release hooks of many operator pods cost
+ * the API server, against their number.
+ *
+ *   npm run bench:scale -- [--hooks 100,300] [--replicas 2,20,100] [--window 60] [--json FILE]
+ *
+ * For each namespace size R (operator replicas per namespace) and each hook
+ * count N: N/R namespaces, each with R operator pods (pod objects bound to
+ * a node that runs nothing, as the releaser tests make them), the hook's
+ * Role, and a Lease held by the first pod as controller-runtime holds it
+ * (`<pod>_<uuid>`, renewed every 2 s by this benchmark as the leader's
+ * elector would, with the version it last read). Then, on the same objects:
+ *   1. without hooks: the API server over `--window` seconds (the operators'
+ *      own load: the leaders' renewals);
+ *   2. N hooks start (the compiled `leaderhook release`, one process per
+ *      pod, authenticated as the pod's service account, 8 starting at a
+ *      time): what their start cost (requests, list bytes, CPU), as a
+ *      rollout restarting every hook at once makes the API server pay;
+ *   3. with hooks: the API server over the same window, and each hook's own
+ *      CPU and memory, and the watch events each received.
+ * Figures come from the API server's /metrics (requests and response bytes
+ * by verb and resource, watch events and their bytes, open watches, process
+ * CPU and RSS) and /proc of the hook processes. N=0 is the cluster alone.
+ *
+ * The hooks are processes of this machine rather than containers: what the
+ * API server sees of a hook (its lists, watches and reads) is the same, and
+ * N hooks fit where N operator pods with their containers would not.
+ * The kubelet's side of a rollout is bench:failover's and pod-start's.
+ *
+ * Refuses to run outside the cluster's network namespace. --json FILE writes
+ * every figure (test/bench/scale-report.ts renders docs/scale.md from it).
+ */
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { parseArgs } from 'node:util';
+import type { Lease } from '../../src/kube/types.ts';
+import { admin, createFakeNode, createLease, createNamespace, createPod, deleteNode, sleep, type TestNamespace } from '../integration/releaser/harness.ts';
+import { compile, type HookProcess, startHookProcess } from '../integration/releaser/hook-process.ts';
+import { connectTestCluster } from '../support/kube.ts';
+import { readBody, sendApiRequest } from '../support/raw-api.ts';
+import { type ApiServerSample, costBetween, ratesBetween, sampleOf } from './apiserver-metrics.ts';
+import { median, percentile } from './stats.ts';
+import type { ScaleRecord, ScaleRun } from './scale-report.ts';
+
+connectTestCluster();
+
+const usage = `usage: npm run bench:scale -- [--hooks 100,300] [--replicas 2,20,100] [--window 60] [--json FILE]
+
+  --hooks LIST     hook counts to measure (N=0, the cluster alone, is always measured first)
+  --replicas LIST  operator replicas per namespace; N/R namespaces of R pods each
+  --window S       seconds each steady state is measured over (default 60)
+  --json FILE      write every figure there, rewritten after each run (a new file; for test/bench/scale-report.ts)
+`;
+
+const { values } = parseArgs({
+  options: {
+    hooks: { type: 'string', default: '100,300' },
+    replicas: { type: 'string', default: '2,20,100' },
+    window: { type: 'string', default: '60' },
+    json: { type: 'string' },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (values.help) {
+  process.stdout.write(usage);
+  process.exit(0);
+}
+
+function wholeNumbers(flag: string, list: string): number[] {
+  const out = list.split(',').map((s) => Number(s.trim()));
+  if (out.length === 0 || out.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--${flag} must list positive whole numbers, got ${list}\n${usage}`);
+  return out;
+}
+const hookCounts = wholeNumbers('hooks', values.hooks);
+const replicaCounts = wholeNumbers('replicas', values.replicas);
+const [windowSeconds] = wholeNumbers('window', values.window) as [number];
+for (const n of hookCounts)
+  for (const r of replicaCounts) if (n % r) throw new Error(`--hooks ${n} is not a multiple of --replicas ${r}: every namespace holds R pods`);
+
+const RENEW_EVERY_MS = 2_000;
+const HOOKS_STARTING_AT_ONCE = 8;
+const clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+
+async function apiServer(): Promise<ApiServerSample> {
+  const text = await readBody(await sendApiRequest('GET', '/metrics'));
+  return sampleOf(text, performance.now() / 1000);
+}
+
+/** CPU seconds a process has used so far (user + system), from /proc. */
+function cpuSecondsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+}
+
+function statusKiB(pid: number, field: 'VmRSS' | 'RssAnon'): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${field}:`));
+  return Number(/(\d+)/.exec(line ?? '')?.[1]);
+}
+
+const progress = (line: string) => process.stderr.write(`[scale] ${line}\n`);
+
+/** One namespace of R operator pods whose first leads. */
+interface OperatorNamespace {
+  ns: TestNamespace;
+  pods: { name: string; uid: string }[];
+  lease: Lease;
+}
+
+async function createOperators(node: string, namespaces: number, replicas: number): Promise<OperatorNamespace[]> {
+  const out: OperatorNamespace[] = [];
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < namespaces; i = next++) {
+      const ns = await createNamespace('scale');
+      const pods = [];
+      for (let p = 0; p < replicas; p++) {
+        const pod = await createPod(ns.name, `operator-${p}`, node);
+        pods.push({ name: pod.metadata?.name as string, uid: pod.metadata?.uid as string });
+      }
+      const lease = await createLease(ns.name, 'operator-lock', `${pods[0]?.name}_${randomUUID()}`);
+      out.push({ ns, pods, lease });
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, worker));
+  return out;
+}
+
+/** Renews every namespace's Lease every 2 s, spread over the period, as each leader's elector would; stops when `signal` aborts. */
+function renewLeases(operators: OperatorNamespace[], signal: AbortSignal): Promise<void> {
+  const kube = admin();
+  const renewOne = async (o: OperatorNamespace) => {
+    const now = new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+    const body = { ...o.lease, spec: { ...o.lease.spec, renewTime: now } };
+    const path = `/apis/coordination.k8s.io/v1/namespaces/${o.ns.name}/leases/operator-lock`;
+    o.lease = await (await kube).request<Lease>({ method: 'PUT', path, body }).catch(async (err: unknown) => {
+      // a conflict means the version moved: read it again, as the elector does
+      progress(`renewal of ${o.ns.name} failed (${String(err).slice(0, 120)}); reading it again`);
+      return (await kube).getLease(o.ns.name, 'operator-lock');
+    });
+  };
+  return (async () => {
+    while (!signal.aborted) {
+      const round = performance.now();
+      for (const [i, o] of operators.entries()) {
+        const due = round + (i * RENEW_EVERY_MS) / operators.length;
+        const wait = due - performance.now();
+        if (wait > 0) await sleep(wait);
+        if (signal.aborted) return;
+        void renewOne(o);
+      }
+      const rest = round + RENEW_EVERY_MS - performance.now();
+      if (rest > 0) await sleep(rest);
+    }
+  })();
+}
+
+async function startHooks(cli: string, operators: OperatorNamespace[]): Promise<{ hooks: HookProcess[]; readyMs: number[] }> {
+  const todo = operators.flatMap((o) => o.pods.map((pod) => ({ o, pod })));
+  const hooks: HookProcess[] = [];
+  const readyMs: number[] = [];
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < todo.length; i = next++) {
+      const { o, pod } = todo[i] as (typeof todo)[number];
+      const hook = startHookProcess(cli, o.ns, { metadata: { name: pod.name, uid: pod.uid } });
+      hooks.push(hook);
+      readyMs.push(await hook.readyAfterMs);
+    }
+  };
+  await Promise.all(Array.from({ length: HOOKS_STARTING_AT_ONCE }, worker));
+  return { hooks, readyMs };
+}
+
+async function stopHooks(hooks: HookProcess[]): Promise<void> {
+  for (const h of hooks) h.process.kill('SIGKILL');
+  await Promise.all(hooks.map((h) => h.exited));
+}
+
+async function measure(replicas: number, hooks: number, cli: string, node: string): Promise<ScaleRun> {
+  progress(`N=${hooks} in namespaces of ${replicas}: creating ${hooks / replicas} namespaces`);
+  const operators = await createOperators(node, hooks / replicas, replicas);
+  const renewing = new AbortController();
+  const renewer = renewLeases(operators, renewing.signal);
+  let started: HookProcess[] = [];
+  try {
+    await sleep(5_000);
+    progress(`N=${hooks} R=${replicas}: ${windowSeconds} s without hooks`);
+    const w0 = await apiServer();
+    await sleep(windowSeconds * 1000);
+    const without = ratesBetween(w0, await apiServer());
+
+    progress(`N=${hooks} R=${replicas}: starting ${hooks} hooks`);
+    const s0 = await apiServer();
+    const { hooks: running, readyMs } = await startHooks(cli, operators);
+    started = running;
+    const startCost = costBetween(s0, await apiServer());
+
+    await sleep(5_000);
+    progress(`N=${hooks} R=${replicas}: ${windowSeconds} s with hooks`);
+    const pids = running.map((h) => h.process.pid as number);
+    const cpu0 = pids.map(cpuSecondsOf);
+    const h0 = await apiServer();
+    await sleep(windowSeconds * 1000);
+    const h1 = await apiServer();
+    const cpuMs = pids.map((pid, i) => ((cpuSecondsOf(pid) - (cpu0[i] as number)) * 1000) / windowSeconds);
+    const exited = running.filter((h) => h.process.exitCode !== null).length;
+    return {
+      replicas,
+      hooks,
+      namespaces: operators.length,
+      without,
+      with: ratesBetween(h0, h1),
+      start: { ...startCost, readyMsP50: median(readyMs), readyMsP90: percentile(readyMs, 90) },
+      hook: {
+        cpuMsPerSecondP50: median(cpuMs),
+        cpuMsPerSecondP90: percentile(cpuMs, 90),
+        cpuMsPerSecondTotal: cpuMs.reduce((a, b) => a + b, 0),
+        rssKiBP50: median(pids.map((p) => statusKiB(p, 'VmRSS'))),
+        rssAnonKiBP50: median(pids.map((p) => statusKiB(p, 'RssAnon'))),
+        rssAnonKiBMax: Math.max(...pids.map((p) => statusKiB(p, 'RssAnon'))),
+        exited,
+      },
+    };
+  } finally {
+    renewing.abort();
+    await renewer;
+    await stopHooks(started);
+    progress(`N=${hooks} R=${replicas}: cleaning up`);
+    for (let i = 0; i < operators.length; i += 16) await Promise.all(operators.slice(i, i + 16).map((o) => o.ns.cleanup()));
+  }
+}
+
+async function main(): Promise<void> {
+  const cli = compile();
+  const node = await createFakeNode();
+  const record: ScaleRecord = {
+    command: `npm run bench:scale -- ${process.argv.slice(2).join(' ')}`.trim(),
+    date: new Date().toISOString(),
+    machine: `${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`,
+    windowSeconds,
+    kubernetes: (await admin().then((k) => k.request<{ gitVersion: string }>({ method: 'GET', path: '/version' }))).gitVersion,
+    idle: ratesBetween(await apiServer(), await sleep(windowSeconds * 1000).then(apiServer)),
+    runs: [],
+  };
+  progress(`N=0: the cluster alone over ${windowSeconds} s: API server ${(record.idle.cpuCores * 1000).toFixed(0)} mCPU`);
+  try {
+    for (const replicas of replicaCounts) {
+      for (const hooks of hookCounts) {
+        const run = await measure(replicas, hooks, cli, node);
+        record.runs.push(run);
+        progress(
+          `N=${hooks} R=${replicas}: API server ${(run.without.cpuCores * 1000).toFixed(0)} → ${(run.with.cpuCores * 1000).toFixed(0)} mCPU, ` +
+            `RSS ${(run.without.residentBytes / 2 ** 20).toFixed(0)} → ${(run.with.residentBytes / 2 ** 20).toFixed(0)} MiB, watches ${run.without.watches} → ${run.with.watches}; ` +
+            `hook p50 ${run.hook.cpuMsPerSecondP50.toFixed(2)} ms CPU/s, RssAnon ${(run.hook.rssAnonKiBP50 / 1024).toFixed(1)} MiB`,
+        );
+        if (values.json) writeFileSync(values.json, `${JSON.stringify(record, null, 2)}\n`);
+      }
+    }
+  } finally {
+    await deleteNode(node);
+  }
+  const { renderScaleTables } = await import('./scale-report.ts');
+  process.stdout.write(`${renderScaleTables(record)}\n`);
+}
+
+await main();
