@@ -196,6 +196,15 @@ const ms = (value: number | undefined): string => (value === undefined || Number
 const tick = (met: boolean): string => (met ? '✓' : '✗');
 const cell = (text: string): string => text.replace(/\|/g, '\\|');
 
+/** The minors between the lowest and the newest run that have no run: a claim of "or later" covers them untested. */
+export function minorsNotRun(runs: readonly VersionRun[]): string[] {
+  const minors = new Set(runs.map((run) => Number(run.result.minor.split('.')[1])));
+  if (minors.size === 0) return [];
+  const out: string[] = [];
+  for (let m = Math.min(...minors) + 1; m < Math.max(...minors); m++) if (!minors.has(m)) out.push(`1.${m}`);
+  return out;
+}
+
 /** The minor of the lowest version whose row passed, if any. */
 export function lowestPassing(runs: readonly VersionRun[]): VersionRun | undefined {
   return runs.find((run) => summarize(run).ok);
@@ -224,9 +233,10 @@ export function requirementBlock(runs: readonly VersionRun[], page = 'docs/compa
   const passing = runs.filter((run) => summarize(run).ok).map((run) => run.result.version);
   const failing = runs.filter((run) => !summarize(run).ok).map((run) => run.result.version);
   const slower = slowerWithLeaderhook(runs);
+  const notRun = minorsNotRun(runs);
   return [
     `Requirements: Kubernetes **${lowest.result.minor} or later** on the API server and every node. Passed \`npm run test:matrix\`: ${passing.join(', ')}` +
-      `${failing.length ? `; failed: ${failing.join(', ')}` : ''} ([compatibility](${page}), one run per version).`,
+      `${failing.length ? `; failed: ${failing.join(', ')}` : ''}${notRun.length ? `; not run: ${notRun.join(', ')}` : ''} ([compatibility](${page}), one run per version).`,
     slower.length
       ? `Where leaderhook made the new leader later: ${slower.join('; ')}.`
       : 'On every version tested, the new leader came sooner with leaderhook than without, at p50.',
