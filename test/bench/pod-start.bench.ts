@@ -22,8 +22,7 @@
  * --json FILE also writes every sample there (test/matrix/compatibility.ts,
  * PodStartSamples), for `npm run test:matrix`.
  */
-import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { V1Pod } from '@kubernetes/client-node';
 import { injectPod } from '../../src/injector/index.ts';
@@ -32,8 +31,8 @@ import { goldenSettings } from '../support/injection-settings.ts';
 import { connectTestCluster, core, createTestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { grantReleaseHook, leaderhookImage } from '../support/leaderhook.ts';
-import { clusterNode } from '../support/nodes.ts';
 import type { PodStartSamples } from '../matrix/compatibility.ts';
+import { containerPid, statusKiB } from './container-cgroup.ts';
 import { percentile } from './stats.ts';
 
 connectTestCluster();
@@ -80,22 +79,6 @@ async function firstLogAt(namespace: string, name: string, container: string): P
   );
 }
 
-/** RssAnon (MiB) of the process of container `containerId` (containerd://...), through the task list of its node's containerd. */
-function containerRssAnonMiB(containerId: string, nodeName: string | undefined): number {
-  const id = containerId.replace(/^containerd:\/\//, '');
-  const address = nodeName ? clusterNode(nodeName).containerdAddress : (process.env.CONTAINERD_ADDRESS ?? '');
-  const tasks = execFileSync('ctr', ['--address', address, '--namespace', 'k8s.io', 'task', 'ls'], { encoding: 'utf8' });
-  const pid = tasks
-    .split('\n')
-    .map((l) => l.trim().split(/\s+/))
-    .find(([task]) => task === id)?.[1];
-  if (!pid) throw new Error(`container ${id} has no running task`);
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('RssAnon:'));
-  return Number(/(\d+)/.exec(line ?? '')?.[1]) / 1024;
-}
-
 const ns = await createTestNamespace('bench-start', { 'pod-security.kubernetes.io/enforce': 'restricted' });
 try {
   await applyOperatorRbac(ns.name);
@@ -116,7 +99,7 @@ try {
       await new Promise((resolve) => setTimeout(resolve, 3_000));
       const live = await core.readNamespacedPod({ name, namespace: ns.name });
       const hook = live.status?.initContainerStatuses?.find((c) => c.name === 'leaderhook-release');
-      hookRss.push(containerRssAnonMiB(hook?.containerID ?? '', live.spec?.nodeName));
+      hookRss.push(statusKiB(containerPid(hook?.containerID ?? '', live.spec?.nodeName), 'RssAnon') / 1024);
     }
     await core.deleteNamespacedPod({ name, namespace: ns.name, gracePeriodSeconds: 0 });
   }

@@ -41,6 +41,7 @@ import { compile, type HookProcess, startHookProcess } from '../integration/rele
 import { connectTestCluster } from '../support/kube.ts';
 import { readBody, sendApiRequest } from '../support/raw-api.ts';
 import { type ApiServerSample, costBetween, ratesBetween, sampleOf } from './apiserver-metrics.ts';
+import { statusKiB } from './container-cgroup.ts';
 import { median, percentile } from './stats.ts';
 import type { ScaleRecord, ScaleRun } from './scale-report.ts';
 
@@ -76,6 +77,7 @@ function wholeNumbers(flag: string, list: string): number[] {
 const hookCounts = wholeNumbers('hooks', values.hooks);
 const replicaCounts = wholeNumbers('replicas', values.replicas);
 const [windowSeconds] = wholeNumbers('window', values.window) as [number];
+if (values.json && existsSync(values.json)) throw new Error(`--json ${values.json} exists: a record is never overwritten; give a new file`);
 for (const n of hookCounts)
   for (const r of replicaCounts) if (n % r) throw new Error(`--hooks ${n} is not a multiple of --replicas ${r}: every namespace holds R pods`);
 
@@ -93,13 +95,6 @@ function cpuSecondsOf(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / clockTicks;
-}
-
-function statusKiB(pid: number, field: 'VmRSS' | 'RssAnon'): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith(`${field}:`));
-  return Number(/(\d+)/.exec(line ?? '')?.[1]);
 }
 
 const progress = (line: string) => process.stderr.write(`[scale] ${line}\n`);

@@ -1,0 +1,72 @@
+/**
+ * A running container's process and its cgroup's figures as the kubelet
+ * reads them: the working set (usage less inactive file pages, the figure
+ * eviction, `kubectl top` and the scheduler's view of use are based on) and
+ * the CPU time used. Works on cgroup v1 (memory.usage_in_bytes,
+ * cpuacct.usage) and v2 (memory.current, cpu.stat). The local cluster's
+ * nodes share this machine's /proc and /sys.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { clusterNode } from '../support/nodes.ts';
+
+/** The PID of container `containerId` (containerd://...), from the task list of its node's containerd. */
+export function containerPid(containerId: string, nodeName: string | undefined): number {
+  const id = containerId.replace(/^containerd:\/\//, '');
+  const address = nodeName ? clusterNode(nodeName).containerdAddress : (process.env.CONTAINERD_ADDRESS ?? '');
+  const tasks = execFileSync('ctr', ['--address', address, '--namespace', 'k8s.io', 'task', 'ls'], { encoding: 'utf8' });
+  const pid = tasks
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .find(([task]) => task === id)?.[1];
+  if (!pid) throw new Error(`container ${id} has no running task`);
+  return Number(pid);
+}
+
+/** A line of /proc/PID/status in KiB (RssAnon, VmRSS). */
+export function statusKiB(pid: number, field: 'RssAnon' | 'VmRSS'): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${field}:`));
+  return Number(/(\d+)/.exec(line ?? '')?.[1]);
+}
+
+export interface CgroupReading {
+  workingSetBytes: number;
+  /** CPU time used by the cgroup so far. */
+  cpuNanos: number;
+}
+
+function statField(text: string, key: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${key} `));
+  return Number(line?.split(' ')[1] ?? Number.NaN);
+}
+
+/** The cgroup directories of `pid`: memory and CPU accounting (the same one on v2). */
+export function cgroupDirsOf(pid: number): { memory: string; cpu: string; v2: boolean } {
+  const lines = readFileSync(`/proc/${pid}/cgroup`, 'utf8').trim().split('\n');
+  const v1 = (controller: string) => lines.map((l) => l.split(':')).find(([, cs]) => cs?.split(',').includes(controller))?.[2];
+  const memory = v1('memory');
+  const cpu = v1('cpuacct');
+  if (memory && cpu) return { memory: join('/sys/fs/cgroup/memory', memory), cpu: join('/sys/fs/cgroup/cpuacct', cpu), v2: false };
+  const unified = lines.find((l) => l.startsWith('0::'))?.slice(3);
+  if (unified === undefined) throw new Error(`/proc/${pid}/cgroup names neither v1 memory and cpuacct nor a v2 cgroup`);
+  const dir = join('/sys/fs/cgroup', unified);
+  return { memory: dir, cpu: dir, v2: true };
+}
+
+/** The working set and CPU time of the cgroup at `dirs`, as the kubelet computes the working set. */
+export function readCgroup(dirs: { memory: string; cpu: string; v2: boolean }): CgroupReading {
+  if (dirs.v2) {
+    const stat = readFileSync(join(dirs.memory, 'memory.stat'), 'utf8');
+    const usage = Number(readFileSync(join(dirs.memory, 'memory.current'), 'utf8'));
+    const cpu = statField(readFileSync(join(dirs.cpu, 'cpu.stat'), 'utf8'), 'usage_usec') * 1000;
+    return { workingSetBytes: Math.max(0, usage - statField(stat, 'inactive_file')), cpuNanos: cpu };
+  }
+  const stat = readFileSync(join(dirs.memory, 'memory.stat'), 'utf8');
+  const usage = Number(readFileSync(join(dirs.memory, 'memory.usage_in_bytes'), 'utf8'));
+  const cpuFile = join(dirs.cpu, 'cpuacct.usage');
+  if (!existsSync(cpuFile)) throw new Error(`${cpuFile} is missing: no CPU accounting for this cgroup`);
+  return { workingSetBytes: Math.max(0, usage - statField(stat, 'total_inactive_file')), cpuNanos: Number(readFileSync(cpuFile, 'utf8')) };
+}
