@@ -3,7 +3,8 @@
  * (docs/design.md#r2-for-leases-held-by-identity). Fed by the Lease watch; a
  * Lease is looked at when its holder changes, not on every renewal, and
  * again whenever a pod that could be its holder changes. Each look reads the
- * Lease live, then the namespace's pods, and writes the leaderless record
+ * Lease live, then the pod of the identity's name (while it runs, that
+ * settles it), else the namespace's pods, and writes the leaderless record
  * over exactly the version read, only when every pod that could hold it has
  * finished. Never R3: a holder that is gone may be a pod of another namespace,
  * and its Lease expires by itself.
@@ -15,7 +16,7 @@ import { allowed, backgroundRequest, type ContextWithoutClient } from './context
 import type { EventRecorder } from './events.ts';
 import { ForeignRelease } from './foreign-release.ts';
 import { HolderWatches, type WatchPodByName } from './holder-watches.ts';
-import { decideIdentityHolderRelease, heldByName, identityHost, leaseExpired } from './lease-identity.ts';
+import { decideIdentityHolderRelease, heldByName, identityHost, isPodName, leaseExpired, namedPodHoldsOn } from './lease-identity.ts';
 import { BackoffRetry } from './retry.ts';
 import { releasedLease } from './rules.ts';
 import { KeyedSerializer } from './serializer.ts';
@@ -118,6 +119,16 @@ export class IdentityLeases {
       lease = await this.#client.getLease(ctx.ns, name, backgroundRequest(ctx));
       // the Lease's version first: a pod that took it since is in the list
       if (lease.spec?.holderIdentity !== t.holder || leaseExpired(lease, ctx.clock.now())) return true;
+      // the pod of the identity's name alone first: while it runs, a list of every pod proves nothing more
+      const named = await this.#namedPod(identityHost(t.holder));
+      if (namedPodHoldsOn(named)) {
+        if (ctx.signal.aborted || this.#tracked.get(name) !== t) return !ctx.signal.aborted;
+        t.retry.succeeded();
+        this.#watchCarriers(t, new Set([named.metadata?.name as string]));
+        if (ctx.log.isLevelEnabled('debug'))
+          ctx.log.debug({ rule: 'R2', lock: id, holder: t.holder }, `holder may be pod ${named.metadata?.name}, not finished; Lease kept`);
+        return true;
+      }
       pods = (await this.#client.listPods(ctx.ns, backgroundRequest(ctx))).items;
     } catch (err) {
       if (isNotFound(err)) this.remove(name);
@@ -141,6 +152,17 @@ export class IdentityLeases {
     }
     await this.#release(lease, decision.holders[0] as Pod, decision.message, t);
     return true;
+  }
+
+  /** The pod named `host`, or undefined when there is none or no pod can have that name. */
+  async #namedPod(host: string): Promise<Pod | undefined> {
+    if (!isPodName(host)) return undefined;
+    try {
+      return await this.#client.getPod(this.#ctx.ns, host, backgroundRequest(this.#ctx));
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
   }
 
   /** Watches exactly `names` for `t`, and stops the watches no tracked Lease needs any more. */

@@ -128,6 +128,23 @@ export function decideIdentityHolderRelease(lease: Lease, pods: readonly Pod[]):
   };
 }
 
+const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** Whether `name` is a name a pod can have (a DNS subdomain of at most 253 characters). */
+export function isPodName(name: string): boolean {
+  return name.length <= 253 && dnsSubdomain.test(name);
+}
+
+/**
+ * Whether the pod named as the identity's host settles the look by itself:
+ * a pod of that name can carry the name, so while it has not finished the
+ * Lease may be its own and nothing is released, whatever the other pods are.
+ * Only a finished or missing pod of that name needs the list of all.
+ */
+export function namedPodHoldsOn(pod: Pod | undefined): pod is Pod {
+  return pod !== undefined && !isHolderFinished(pod);
+}
+
 /** Whether the Lease ran out by `now` (ms): then any candidate may take it already, and writing it gains nothing. */
 export function leaseExpired(lease: Lease, now: number): boolean {
   const renewed = Date.parse(lease.spec?.renewTime ?? lease.spec?.acquireTime ?? '');

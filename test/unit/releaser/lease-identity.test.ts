@@ -11,9 +11,11 @@ import {
   decideIdentityRelease,
   heldByName,
   identityHost,
+  isPodName,
   kubeletHostname,
   leaseExpired,
   mayCarryName,
+  namedPodHoldsOn,
   ownIdentityNames,
 } from '../../../src/releaser/lease-identity.ts';
 
@@ -165,6 +167,24 @@ describe('decideIdentityHolderRelease (R2 for a Lease held by identity)', () => 
     const d = decideIdentityHolderRelease(lease('op-0_abc'), [pod('op-1')]);
     assert.equal(d.release, false);
     assert.match(d.message, /left to expire/);
+  });
+});
+
+describe("the pod of the identity's name, read alone before any list", () => {
+  it('settles the look while it has not finished: it can carry the name, so nothing may be released', () => {
+    const p = pod('op-0');
+    assert.equal(namedPodHoldsOn(p), true);
+    // the decision over every pod agrees: that pod is a carrier not finished
+    assert.equal(decideIdentityHolderRelease(lease('op-0_abc'), [p, pod('op-1')]).release, false);
+  });
+  it('leaves the look to the list when it has finished or is missing', () => {
+    const finished = { phase: 'Failed', containerStatuses: [{ name: 'manager', state: { terminated: { exitCode: 1 } } }] } as Pod['status'];
+    assert.equal(namedPodHoldsOn(pod('op-0', {}, 'u0', finished)), false);
+    assert.equal(namedPodHoldsOn(undefined), false);
+  });
+  it('is read only for names a pod can have: never a path such as ".." or "a/b"', () => {
+    for (const name of ['op-0', 'op-0.example', longName]) assert.equal(isPodName(name), true, name);
+    for (const name of ['', '..', '.', 'a/b', 'Op-0', '-op', 'op-', 'a..b', 'x'.repeat(254)]) assert.equal(isPodName(name), false, name);
   });
 });
 
