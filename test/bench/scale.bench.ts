@@ -2,7 +2,7 @@
  * `npm run bench:scale`: what the release hooks of many operator pods cost
  * the API server, against their number.
  *
- *   npm run bench:scale -- [--hooks 100,300] [--replicas 2,20,100] [--window 60] [--json FILE]
+ *   npm run bench:scale -- [--hooks 100,300] [--replicas 2,20,100] [--window 60] [--cli dist/cli.js] [--json FILE]
  *
  * For each namespace size R (operator replicas per namespace) and each hook
  * count N: N/R namespaces, each with R operator pods (pod objects bound to
@@ -47,11 +47,12 @@ import type { ScaleRecord, ScaleRun } from './scale-report.ts';
 
 connectTestCluster();
 
-const usage = `usage: npm run bench:scale -- [--hooks 100,300] [--replicas 2,20,100] [--window 60] [--json FILE]
+const usage = `usage: npm run bench:scale -- [--hooks 100,300] [--replicas 2,20,100] [--window 60] [--cli dist/cli.js] [--json FILE]
 
   --hooks LIST     hook counts to measure (N=0, the cluster alone, is always measured first)
   --replicas LIST  operator replicas per namespace; N/R namespaces of R pods each
   --window S       seconds each steady state is measured over (default 60)
+  --cli FILE       the hook to run: another build's dist/cli.js (default: src/ compiled now)
   --json FILE      write every figure there, rewritten after each run (a new file; for test/bench/scale-report.ts)
 `;
 
@@ -61,6 +62,7 @@ const { values } = parseArgs({
     replicas: { type: 'string', default: '2,20,100' },
     window: { type: 'string', default: '60' },
     json: { type: 'string' },
+    cli: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -231,7 +233,7 @@ async function measure(replicas: number, hooks: number, cli: string, node: strin
 }
 
 async function main(): Promise<void> {
-  const cli = compile();
+  const cli = values.cli ?? compile();
   const node = await createFakeNode();
   const record: ScaleRecord = {
     command: `npm run bench:scale -- ${process.argv.slice(2).join(' ')}`.trim(),
