@@ -136,7 +136,7 @@ export function renderExtrapolation(record: ScaleRecord): string {
   const largest = new Map<number, ScaleRun>();
   for (const run of record.runs) if ((largest.get(run.replicas)?.hooks ?? 0) < run.hooks) largest.set(run.replicas, run);
   const lines = [
-    '| replicas per namespace | from N | hooks | API server CPU cores | API server RSS GiB | watches | requests/s | watch events/s | watch MiB/s | a rollout of all: requests, list GiB |',
+    '| replicas per namespace | from N | hooks | API server CPU cores | API server RSS GiB | watches | requests/s | watch events/s | watch MiB/s | a rollout of all: requests, response GiB |',
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
   for (const run of largest.values()) {

@@ -36,7 +36,17 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { Lease } from '../../src/kube/types.ts';
-import { admin, createFakeNode, createLease, createNamespace, createPod, deleteNode, sleep, type TestNamespace } from '../integration/releaser/harness.ts';
+import {
+  admin,
+  createFakeNode,
+  createLease,
+  createNamespace,
+  createPod,
+  deleteNode,
+  sleep,
+  type TestNamespace,
+  waitFor,
+} from '../integration/releaser/harness.ts';
 import { compile, type HookProcess, startHookProcess } from '../integration/releaser/hook-process.ts';
 import { connectTestCluster } from '../support/kube.ts';
 import { readBody, sendApiRequest } from '../support/raw-api.ts';
@@ -229,6 +239,17 @@ async function measure(replicas: number, hooks: number, cli: string, node: strin
     await stopHooks(started);
     progress(`N=${hooks} R=${replicas}: cleaning up`);
     for (let i = 0; i < operators.length; i += 16) await Promise.all(operators.slice(i, i + 16).map((o) => o.ns.cleanup()));
+    // the namespace controller's deletions would count in the next run's window
+    const names = new Set(operators.map((o) => o.ns.name));
+    await waitFor(
+      'the namespaces deleted',
+      async () => {
+        const list = await (await admin()).request<{ items: { metadata: { name: string } }[] }>({ method: 'GET', path: '/api/v1/namespaces' });
+        return !list.items.some((n) => names.has(n.metadata.name));
+      },
+      600_000,
+      2_000,
+    );
   }
 }
 

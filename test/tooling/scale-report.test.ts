@@ -5,9 +5,11 @@
  * order, an API server restarted between them).
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { costBetween, parseExposition, ratesBetween, SAMPLED_SERIES, sampleOf } from '../bench/apiserver-metrics.ts';
-import { perHook, renderExtrapolation, renderScaleTables, type ScaleRecord, type ScaleRun } from '../bench/scale-report.ts';
+import { perHook, renderExtrapolation, renderScaleTables, replaceScaleBlock, type ScaleRecord, type ScaleRun } from '../bench/scale-report.ts';
 
 function exposition(o: {
   getLeases: number;
@@ -108,5 +110,14 @@ describe('the per-hook figures', () => {
     const extrapolated = renderExtrapolation(record);
     assert.match(extrapolated, /\| 20 \| 10 \| 10,000 \| 100\.0 \| 9\.8 \| 30,000 \|/);
     assert.match(extrapolated, /\| 20 \| 10 \| 100,000 \|/);
+  });
+});
+
+describe('docs/scale.md', () => {
+  test('its generated block is what the committed record renders (node test/bench/scale-report.ts docs/scale-record.json --doc docs/scale.md)', () => {
+    const repo = join(import.meta.dirname, '..', '..');
+    const record = JSON.parse(readFileSync(join(repo, 'docs/scale-record.json'), 'utf8')) as ScaleRecord;
+    const doc = readFileSync(join(repo, 'docs/scale.md'), 'utf8');
+    assert.equal(replaceScaleBlock(doc, record), doc);
   });
 });
