@@ -11,17 +11,23 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { clusterNode } from '../support/nodes.ts';
 
-/** The PID of container `containerId` (containerd://...), from the task list of its node's containerd. */
-export function containerPid(containerId: string, nodeName: string | undefined): number {
-  const id = containerId.replace(/^containerd:\/\//, '');
+/** The running containers of a node (containerd IDs without the scheme) and their PIDs, from its containerd's task list. */
+export function containerPids(nodeName: string | undefined): Map<string, number> {
   const address = nodeName ? clusterNode(nodeName).containerdAddress : (process.env.CONTAINERD_ADDRESS ?? '');
   const tasks = execFileSync('ctr', ['--address', address, '--namespace', 'k8s.io', 'task', 'ls'], { encoding: 'utf8' });
-  const pid = tasks
-    .split('\n')
-    .map((l) => l.trim().split(/\s+/))
-    .find(([task]) => task === id)?.[1];
-  if (!pid) throw new Error(`container ${id} has no running task`);
-  return Number(pid);
+  const pids = new Map<string, number>();
+  for (const [task, pid] of tasks.split('\n').map((l) => l.trim().split(/\s+/))) {
+    if (task && pid && /^\d+$/.test(pid)) pids.set(task, Number(pid));
+  }
+  return pids;
+}
+
+/** The PID of container `containerId` (containerd://...) on its node. */
+export function containerPid(containerId: string, nodeName: string | undefined): number {
+  const id = containerId.replace(/^containerd:\/\//, '');
+  const pid = containerPids(nodeName).get(id);
+  if (pid === undefined) throw new Error(`container ${id} has no running task`);
+  return pid;
 }
 
 /** A line of /proc/PID/status in KiB (RssAnon, VmRSS). */

@@ -16,18 +16,13 @@
  * the injector (src/injector) gave the hook with the test image, as the
  * webhook would. Refuses to run outside the cluster's network namespace.
  */
-import { existsSync, writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import type { V1Pod } from '@kubernetes/client-node';
-import { injectPod } from '../../src/injector/index.ts';
-import { containerStatus } from '../support/container-runs.ts';
-import { goldenSettings } from '../support/injection-settings.ts';
+import { writeFileSync } from 'node:fs';
 import { apps, connectTestCluster, core, createTestNamespace } from '../support/kube.ts';
-import { grantReleaseHook, kubectl, leaderhookImage } from '../support/leaderhook.ts';
-import { applyOperatorRbac, operatorManifest, RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
+import { grantReleaseHook, injectTemplate, kubectl } from '../support/leaderhook.ts';
+import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
 import { waitFor } from '../support/wait.ts';
-import { cgroupDirsOf, containerPid, readCgroup } from './container-cgroup.ts';
-import { percentile } from './stats.ts';
+import { parseBenchArgs } from './bench-args.ts';
+import { HOOK_PHASES, type HookSample, phaseSummary, phaseTable, START_PHASE_MS, sampleHooks } from './hook-samples.ts';
 
 connectTestCluster();
 
@@ -38,40 +33,12 @@ const usage = `usage: node test/bench/hook-footprint.bench.ts [--replicas 5] [--
   --idle S         seconds of the idle phase (default 60)
   --json FILE      every sample, to a new file
 `;
-const { values } = parseArgs({
-  options: {
-    replicas: { type: 'string', default: '5' },
-    configmaps: { type: 'string', default: '2000' },
-    idle: { type: 'string', default: '60' },
-    json: { type: 'string' },
-    help: { type: 'boolean', default: false },
-  },
+const args = parseBenchArgs(usage, {
+  replicas: { default: 5, min: 1 },
+  configmaps: { default: 2000, min: 0 },
+  idle: { default: 60, min: 10 },
 });
-if (values.help) {
-  process.stdout.write(usage);
-  process.exit(0);
-}
-function whole(flag: string, value: string, min: number): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${flag} must be a whole number of at least ${min}, got ${value}\n${usage}`);
-  return n;
-}
-const replicas = whole('replicas', values.replicas, 1);
-const configMaps = whole('configmaps', values.configmaps, 0);
-const idleSeconds = whole('idle', values.idle, 10);
-if (values.json && existsSync(values.json)) throw new Error(`--json ${values.json} exists: give a new file`);
-
-const START_PHASE_MS = 20_000;
-type Phase = 'start' | 'idle' | 'release';
-
-interface Sample {
-  container: string;
-  phase: Phase;
-  at: number;
-  workingSetMiB: number;
-  /** CPU millicores since this container's previous sample; absent on its first. */
-  milliCores?: number;
-}
+const { replicas, configmaps: configMaps, idle: idleSeconds } = args;
 
 const progress = (line: string) => process.stderr.write(`[footprint] ${line}\n`);
 
@@ -86,64 +53,9 @@ async function fill(namespace: string): Promise<void> {
   await Promise.all(Array.from({ length: 16 }, worker));
 }
 
-/** The lease-operator's Deployment with the hook injected into its template, as the webhook would. */
-function injectedDeployment() {
-  const deployment = operatorManifest('lease-operator', { replicas });
-  const { metadata, spec } = deployment.spec.template;
-  const injected: V1Pod = injectPod({ metadata, spec }, { ...goldenSettings, image: leaderhookImage, imagePullPolicy: 'Never' }).pod;
-  deployment.spec.template = { metadata: injected.metadata, spec: injected.spec };
-  return deployment;
-}
-
-/** Samples every running hook container of `namespace` every second until `stop` aborts. */
-async function sampleHooks(namespace: string, samples: Sample[], stop: AbortSignal): Promise<void> {
-  const last = new Map<string, { at: number; cpuNanos: number; dirs: ReturnType<typeof cgroupDirsOf> }>();
-  while (!stop.aborted) {
-    const tick = Date.now();
-    const pods = (await core.listNamespacedPod({ namespace })).items;
-    for (const pod of pods) {
-      const status = containerStatus(pod, RELEASE_HOOK_CONTAINER);
-      const id = status?.containerID;
-      const started = status?.state?.running?.startedAt;
-      if (!id || !started) continue;
-      try {
-        const known = last.get(id);
-        const dirs = known?.dirs ?? cgroupDirsOf(containerPid(id, pod.spec?.nodeName));
-        const reading = readCgroup(dirs);
-        const at = performance.now();
-        const phase: Phase = pod.metadata?.deletionTimestamp ? 'release' : Date.now() - new Date(started).getTime() < START_PHASE_MS ? 'start' : 'idle';
-        samples.push({
-          container: id,
-          phase,
-          at,
-          workingSetMiB: reading.workingSetBytes / 2 ** 20,
-          ...(known ? { milliCores: (reading.cpuNanos - known.cpuNanos) / 1e6 / ((at - known.at) / 1000) } : {}),
-        });
-        last.set(id, { at, cpuNanos: reading.cpuNanos, dirs });
-      } catch {
-        // the container ended between the list and the read: its last sample stands
-      }
-    }
-    const rest = 1000 - (Date.now() - tick);
-    if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
-  }
-}
-
-function summary(samples: Sample[], phase: Phase) {
-  const ws = samples.filter((s) => s.phase === phase).map((s) => s.workingSetMiB);
-  const cpu = samples.filter((s) => s.phase === phase && s.milliCores !== undefined).map((s) => s.milliCores as number);
-  return {
-    phase,
-    samples: ws.length,
-    containers: new Set(samples.filter((s) => s.phase === phase).map((s) => s.container)).size,
-    workingSetMiB: { p50: percentile(ws, 50), p99: percentile(ws, 99), max: Math.max(...ws) },
-    milliCores: { p50: percentile(cpu, 50), p99: percentile(cpu, 99), max: Math.max(...cpu) },
-  };
-}
-
 const ns = await createTestNamespace('bench-footprint', { 'pod-security.kubernetes.io/enforce': 'restricted' });
 const stop = new AbortController();
-const samples: Sample[] = [];
+const samples: HookSample[] = [];
 let sampler: Promise<void> | undefined;
 try {
   await applyOperatorRbac(ns.name);
@@ -152,7 +64,7 @@ try {
   await fill(ns.name);
   sampler = sampleHooks(ns.name, samples, stop.signal);
   progress(`lease-operator, ${replicas} replicas with the hook; then ${idleSeconds} s idle`);
-  const deployment = injectedDeployment();
+  const deployment = injectTemplate(operatorManifest('lease-operator', { replicas }));
   const name = deployment.metadata?.name as string;
   await apps.createNamespacedDeployment({ namespace: ns.name, body: deployment });
   const allReady = async () => {
@@ -171,17 +83,8 @@ try {
   await ns.cleanup();
 }
 
-const phases = (['start', 'idle', 'release'] as const).map((p) => summary(samples, p));
-const f = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '—');
+const phases = HOOK_PHASES.map((p) => phaseSummary(samples, p));
 process.stdout.write(
-  `# the release hook's container, ${replicas} lease-operator replicas beside ${configMaps} ConfigMaps of 10 KiB, sampled every second\n` +
-    '| phase | containers | samples | working set MiB p50 / p99 / max | CPU mCPU p50 / p99 / max |\n| --- | ---: | ---: | ---: | ---: |\n' +
-    phases
-      .map(
-        (p) =>
-          `| ${p.phase} | ${p.containers} | ${p.samples} | ${f(p.workingSetMiB.p50)} / ${f(p.workingSetMiB.p99)} / ${f(p.workingSetMiB.max)} | ${f(p.milliCores.p50)} / ${f(p.milliCores.p99)} / ${f(p.milliCores.max)} |`,
-      )
-      .join('\n') +
-    '\n',
+  phaseTable(`the release hook's container, ${replicas} lease-operator replicas beside ${configMaps} ConfigMaps of 10 KiB, sampled every second`, phases),
 );
-if (values.json) writeFileSync(values.json, `${JSON.stringify({ replicas, configMaps, idleSeconds, phases, samples })}\n`);
+if (args.json) writeFileSync(args.json, `${JSON.stringify({ replicas, configMaps, idleSeconds, phases, samples })}\n`);

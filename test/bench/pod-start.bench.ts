@@ -25,12 +25,10 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { V1Pod } from '@kubernetes/client-node';
-import { injectPod } from '../../src/injector/index.ts';
 import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
-import { goldenSettings } from '../support/injection-settings.ts';
 import { connectTestCluster, core, createTestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
-import { grantReleaseHook, leaderhookImage } from '../support/leaderhook.ts';
+import { grantReleaseHook, injectedWithTestImage } from '../support/leaderhook.ts';
 import type { PodStartSamples } from '../matrix/compatibility.ts';
 import { containerPid, statusKiB } from './container-cgroup.ts';
 import { percentile } from './stats.ts';
@@ -57,10 +55,10 @@ function operatorPod(name: string, injected: boolean): V1Pod {
   const { metadata, spec } = operatorManifest('lfl-operator', {}).spec.template;
   const pod: V1Pod = { metadata: { ...metadata, name }, spec: { ...spec!, restartPolicy: 'Never' } };
   if (!injected) return pod;
-  const result = injectPod(pod, { ...goldenSettings, image: leaderhookImage, imagePullPolicy: 'Never' });
-  const hook = result.pod.spec?.initContainers?.at(-1);
+  const withHook = injectedWithTestImage(pod);
+  const hook = withHook.spec?.initContainers?.at(-1);
   if (hook && hookNodeFlags.length > 0) hook.command = ['node', ...hookNodeFlags, '/app/dist/cli.js'];
-  return result.pod;
+  return withHook;
 }
 
 /** The runtime's timestamp of a container's first log line, in ms since the epoch (ns precision kept to µs). */

@@ -11,7 +11,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
-import type { V1Deployment, V1RoleBinding } from '@kubernetes/client-node';
+import type { V1Deployment, V1Pod, V1PodTemplateSpec, V1RoleBinding } from '@kubernetes/client-node';
+import { injectPod } from '../../src/injector/index.ts';
+import { goldenSettings } from './injection-settings.ts';
 import { parseAllDocuments } from 'yaml';
 import {
   applyOperatorRbac,
@@ -41,6 +43,22 @@ import { waitFor } from './wait.ts';
 const repo = path.join(import.meta.dirname, '../..');
 export const leaderhookImage = process.env.LEADERHOOK_TEST_IMAGE ?? 'leaderhook.test/leaderhook:dev';
 export const INJECTION_LABEL = { 'leaderhook.io/injection': 'enabled' };
+/**
+ * `pod` as the webhook would admit it, with the test image (never pulled): the
+ * pure injector with the webhook's defaults, for benchmarks that measure the
+ * kubelet's cost of the hook and not the webhook's.
+ */
+export function injectedWithTestImage(pod: V1Pod): V1Pod {
+  return injectPod(pod, { ...goldenSettings, image: leaderhookImage, imagePullPolicy: 'Never' }).pod;
+}
+
+/** The same for a Deployment's pod template, in place. */
+export function injectTemplate<D extends V1Deployment & { spec: { template: V1PodTemplateSpec } }>(deployment: D): D {
+  const { metadata, spec } = injectedWithTestImage({ metadata: deployment.spec.template.metadata, spec: deployment.spec.template.spec });
+  deployment.spec.template = { metadata, spec };
+  return deployment;
+}
+
 /** A namespace whose pods that lack POD_NAME are refused while the webhook is down (deploy/mutatingwebhookconfiguration.yaml). */
 export const REQUIRED_INJECTION_LABEL = { 'leaderhook.io/injection': 'required' };
 const NAMESPACE = 'leaderhook-system';

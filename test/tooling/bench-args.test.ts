@@ -1,0 +1,43 @@
+/**
+ * The command line of the whole-number benchmarks (bench:rollout,
+ * hook-footprint): defaults, a bad number or an existing record file refused
+ * with the option named, before anything touches a cluster.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { parseBenchArgs } from '../bench/bench-args.ts';
+
+const options = { replicas: { default: 100, min: 1 }, configmaps: { default: 2000, min: 0 } };
+const parse = (argv: string[]) => parseBenchArgs('USAGE', options, argv);
+
+describe('parseBenchArgs', () => {
+  it('gives the defaults, and the numbers given', () => {
+    assert.deepEqual(parse([]), { replicas: 100, configmaps: 2000 });
+    assert.deepEqual(parse(['--replicas', '7', '--configmaps', '0']), { replicas: 7, configmaps: 0 });
+  });
+
+  it('refuses what is not a whole number of at least the minimum, naming the option and showing the usage', () => {
+    for (const [argv, message] of [
+      [['--replicas', 'ten'], /--replicas must be a whole number of at least 1, got ten\nUSAGE/],
+      [['--replicas', '0'], /--replicas must be a whole number of at least 1, got 0/],
+      [['--configmaps', '1.5'], /--configmaps must be a whole number of at least 0, got 1.5/],
+      [['--configmaps=-1'], /--configmaps must be a whole number of at least 0/],
+    ] as const) {
+      assert.throws(() => parse([...argv]), message);
+    }
+  });
+
+  it('refuses an unknown option', () => {
+    assert.throws(() => parse(['--replica', '3']), /Unknown option '--replica'/);
+  });
+
+  it('takes a new record file and refuses one that exists', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-args-'));
+    assert.equal(parse(['--json', join(dir, 'new.json')]).json, join(dir, 'new.json'));
+    writeFileSync(join(dir, 'old.json'), '{}\n');
+    assert.throws(() => parse(['--json', join(dir, 'old.json')]), /--json .*old\.json exists: give a new file/);
+  });
+});
