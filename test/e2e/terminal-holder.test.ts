@@ -7,9 +7,10 @@
  * container terminated (R2) and frees the lock: the standby leads while the
  * old pod object still exists. The same for controller-runtime's Lease, held
  * as `hostname_uuid` with the hostname the kubelet gives the leader (here a
- * spec.hostname no other pod has): the standby's hook writes the leaderless
- * record (R2 for Leases held by identity) and the standby leads before the
- * lease would have run out.
+ * spec.hostname no other pod has), and for the Leases client-go's
+ * LeaderElector and the Java Operator SDK hold as the pod's name: the
+ * standby's hook writes the leaderless record (R2 for Leases held by
+ * identity) and the standby leads before the lease would have run out.
  *
  * Needs the leaderhook and operator images (scripts/build-local-image.sh,
  * test/operators/build.sh).
@@ -19,7 +20,7 @@ import { after, before, describe, test } from 'node:test';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { connectTestCluster, coordination, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
-import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
+import { applyOperatorRbac, OPERATOR_CONTAINER, operatorManifest } from '../support/operators.ts';
 import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, readLflLock } from '../support/leaderhook.ts';
 
 connectTestCluster();
@@ -104,82 +105,107 @@ describe('a leader that ends Failed without being deleted (kubelet: activeDeadli
   });
 });
 
+/** A Lease-based operator of test/operators, and how its Lease names the two pods of the test. */
+interface LeaseOperator {
+  operator: string;
+  lease: string;
+  /** The leader pod's spec beyond the template's (controller-runtime's identity comes from the hostname). */
+  leaderSpec: Partial<NonNullable<V1Pod['spec']>>;
+  /** Whether a holderIdentity names the pod `pod` (the leader) or `standby`. */
+  names(identity: string | undefined, pod: 'leader' | 'standby'): boolean;
+}
+
+const leaseOperators: LeaseOperator[] = [
+  {
+    // controller-runtime names itself by os.Hostname(): the kubelet's hostname of the pod, here a spec.hostname no other pod has
+    operator: 'lease-operator',
+    lease: 'lease-operator-lock',
+    leaderSpec: { hostname: 'leader-host' },
+    names: (identity, pod) => identity?.startsWith(pod === 'leader' ? 'leader-host_' : 'standby_') === true,
+  },
+  // client-go's LeaderElector and the Java Operator SDK (fabric8) hold it as the pod's name
+  { operator: 'client-go-operator', lease: 'client-go-operator-lock', leaderSpec: {}, names: (identity, pod) => identity === pod },
+  { operator: 'josdk-operator', lease: 'josdk-operator-lock', leaderSpec: {}, names: (identity, pod) => identity === pod },
+];
+
 describe('a Lease leader that ends Failed without being deleted (kubelet: activeDeadlineSeconds)', () => {
-  const LEASE = 'lease-operator-lock';
   let uninstall: (() => Promise<void>) | undefined;
-  let ns: TestNamespace;
-  const readLease = () => coordination.readNamespacedLease({ name: LEASE, namespace: ns.name });
 
   before(async () => {
     uninstall = await installLeaderhook();
-    ns = await createTestNamespace('e2e-terminal-lease', INJECTION_LABEL);
-    await applyOperatorRbac(ns.name);
-    await grantReleaseHook(ns.name, 'test-operator');
   });
   after(async () => {
-    await ns?.cleanup();
     await uninstall?.();
   });
 
-  test("R2 writes the leaderless record over the Failed holder's Lease; the standby leads before it would have expired", async (t) => {
-    const t0 = Date.now();
-    const since = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
-    await core.createNamespacedPod({ namespace: ns.name, body: operatorPod('leader', DEADLINE_SECONDS, 'lease-operator', { hostname: 'leader-host' }) });
-    // controller-runtime names itself by os.Hostname(): the kubelet's hostname of the pod
-    const held = await waitFor(
-      'pod leader to hold the Lease',
-      async () => {
-        const lease = await readLease().catch(() => undefined);
-        return lease?.spec?.holderIdentity?.startsWith('leader-host_') ? lease : undefined;
-      },
-      90_000,
-    );
-    t.diagnostic(`${since()} leader holds ${LEASE} as ${held.spec?.holderIdentity}`);
-    await core.createNamespacedPod({ namespace: ns.name, body: operatorPod('standby', undefined, 'lease-operator') });
-    await waitFor(
-      'the standby to run',
-      async () => (await core.readNamespacedPod({ name: 'standby', namespace: ns.name })).status?.phase === 'Running',
-      90_000,
-    );
+  for (const { operator, lease: LEASE, leaderSpec, names } of leaseOperators) {
+    // controller-runtime's case keeps the name docs/compatibility/ records it by
+    const which = operator === 'lease-operator' ? '' : ` (${operator})`;
+    test(`R2 writes the leaderless record over the Failed holder's Lease; the standby leads before it would have expired${which}`, async (t) => {
+      const ns = await createTestNamespace('e2e-terminal-lease', INJECTION_LABEL);
+      t.after(() => ns.cleanup());
+      await applyOperatorRbac(ns.name);
+      await grantReleaseHook(ns.name, 'test-operator');
+      const readLease = () => coordination.readNamespacedLease({ name: LEASE, namespace: ns.name });
+      const t0 = Date.now();
+      const since = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
+      await core.createNamespacedPod({ namespace: ns.name, body: operatorPod('leader', DEADLINE_SECONDS, operator, leaderSpec) });
+      const held = await waitFor(
+        'pod leader to hold the Lease',
+        async () => {
+          const lease = await readLease().catch(() => undefined);
+          return names(lease?.spec?.holderIdentity, 'leader') ? lease : undefined;
+        },
+        90_000,
+      );
+      t.diagnostic(`${since()} leader holds ${LEASE} as ${held.spec?.holderIdentity}`);
+      await core.createNamespacedPod({ namespace: ns.name, body: operatorPod('standby', undefined, operator) });
+      // the standby's process up and asking for the Lease, so that how soon it leads is the hook's doing, not its start's
+      await waitFor(
+        'the standby to try for the Lease',
+        async () => (await core.readNamespacedPodLog({ name: 'standby', namespace: ns.name, container: OPERATOR_CONTAINER })).includes('"msg":"trying"'),
+        90_000,
+      );
 
-    // the leader's last renewal, as seen until the kubelet fails it (the hook may release right after)
-    let lastRenewal = held;
-    const failed = await waitFor(
-      'the kubelet to fail the leader (DeadlineExceeded)',
-      async () => {
-        const lease = await readLease();
-        if (lease.spec?.holderIdentity === held.spec?.holderIdentity) lastRenewal = lease;
-        const pod = await core.readNamespacedPod({ name: 'leader', namespace: ns.name });
-        return pod.status?.phase === 'Failed' ? pod : undefined;
-      },
-      (DEADLINE_SECONDS + 60) * 1000,
-    );
-    assert.equal(failed.status?.reason, 'DeadlineExceeded');
-    t.diagnostic(`${since()} leader Failed; its last renewal seen ${new Date(msOf(lastRenewal.spec?.renewTime)).toISOString()}`);
+      // the leader's last renewal, as seen until the kubelet fails it (the hook may release right after)
+      let lastRenewal = held;
+      const failed = await waitFor(
+        'the kubelet to fail the leader (DeadlineExceeded)',
+        async () => {
+          const lease = await readLease();
+          if (lease.spec?.holderIdentity === held.spec?.holderIdentity) lastRenewal = lease;
+          const pod = await core.readNamespacedPod({ name: 'leader', namespace: ns.name });
+          return pod.status?.phase === 'Failed' ? pod : undefined;
+        },
+        (DEADLINE_SECONDS + 60) * 1000,
+      );
+      assert.equal(failed.status?.reason, 'DeadlineExceeded');
+      t.diagnostic(`${since()} leader Failed; its last renewal seen ${new Date(msOf(lastRenewal.spec?.renewTime)).toISOString()}`);
 
-    const taken = await waitFor(
-      'the standby to hold the Lease',
-      async () => {
-        const lease = await readLease();
-        return lease.spec?.holderIdentity?.startsWith('standby_') ? lease : undefined;
-      },
-      60_000,
-    );
-    const renewed = msOf(lastRenewal.spec?.renewTime);
-    const expiry = renewed + (lastRenewal.spec?.leaseDurationSeconds ?? 15) * 1000;
-    const acquired = msOf(taken.spec?.acquireTime);
-    t.diagnostic(
-      `${since()} standby acquired ${((acquired - renewed) / 1000).toFixed(1)}s after the leader's last renewal (the lease would have run out at +${((expiry - renewed) / 1000).toFixed(0)}s)`,
-    );
-    assert.ok(Number.isFinite(renewed) && acquired < expiry, 'the standby took the Lease before it would have expired: the hook released it, not the clock');
-    const old = await core.readNamespacedPod({ name: 'leader', namespace: ns.name });
-    assert.equal(old.metadata?.uid, failed.metadata?.uid, 'the old leader pod still exists');
-    const events = await core.listNamespacedEvent({ namespace: ns.name });
-    const released = events.items.filter((e: CoreV1Event) => e.reason === 'LeaderLockReleased' && /Lease lease-operator-lock \(R2:/.test(e.message ?? ''));
-    assert.ok(
-      released.some((e) => e.involvedObject.name === 'leader'),
-      `an R2 LeaderLockReleased Event on the leader: ${JSON.stringify(events.items.map((e) => [e.reason, e.message]))}`,
-    );
-    t.diagnostic(`event: ${released[0]?.message}`);
-  });
+      const taken = await waitFor(
+        'the standby to hold the Lease',
+        async () => {
+          const lease = await readLease();
+          return names(lease.spec?.holderIdentity, 'standby') ? lease : undefined;
+        },
+        60_000,
+      );
+      const renewed = msOf(lastRenewal.spec?.renewTime);
+      const expiry = renewed + (lastRenewal.spec?.leaseDurationSeconds ?? 15) * 1000;
+      const acquired = msOf(taken.spec?.acquireTime);
+      t.diagnostic(
+        `${since()} standby acquired ${((acquired - renewed) / 1000).toFixed(1)}s after the leader's last renewal (the lease would have run out at +${((expiry - renewed) / 1000).toFixed(0)}s)`,
+      );
+      assert.ok(Number.isFinite(renewed) && acquired < expiry, 'the standby took the Lease before it would have expired: the hook released it, not the clock');
+      const old = await core.readNamespacedPod({ name: 'leader', namespace: ns.name });
+      assert.equal(old.metadata?.uid, failed.metadata?.uid, 'the old leader pod still exists');
+      const events = await core.listNamespacedEvent({ namespace: ns.name });
+      const released = events.items.filter((e: CoreV1Event) => e.reason === 'LeaderLockReleased' && (e.message ?? '').includes(`Lease ${LEASE} (R2:`));
+      assert.ok(
+        released.some((e) => e.involvedObject.name === 'leader'),
+        `an R2 LeaderLockReleased Event on the leader: ${JSON.stringify(events.items.map((e) => [e.reason, e.message]))}`,
+      );
+      t.diagnostic(`event: ${released[0]?.message}`);
+    });
+  }
 });
