@@ -1,10 +1,11 @@
 /**
  * The command line of a benchmark whose options are whole numbers and a
  * `--json FILE` for its record: `--help` prints the usage and exits; a bad
- * number or a record file that exists throws, naming the option, before
+ * number, a record file that exists or a folder that does not throws, naming the option, before
  * anything is created on the cluster.
  */
 import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 
 export interface WholeNumberOption {
@@ -41,5 +42,7 @@ export function parseBenchArgs<K extends string>(
   }
   const json = values.json as string | undefined;
   if (json !== undefined && existsSync(json)) throw new Error(`--json ${json} exists: give a new file`);
+  // the record is written at the end of a run of minutes: a folder that is not there fails now, not then
+  if (json !== undefined && !existsSync(dirname(json))) throw new Error(`--json ${json}: folder ${dirname(json)} does not exist`);
   return json === undefined ? parsed : { ...parsed, json };
 }

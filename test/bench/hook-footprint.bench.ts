@@ -24,8 +24,6 @@ import { waitFor } from '../support/wait.ts';
 import { parseBenchArgs } from './bench-args.ts';
 import { HOOK_PHASES, type HookSample, phaseSummary, phaseTable, START_PHASE_MS, sampleHooks } from './hook-samples.ts';
 
-connectTestCluster();
-
 const usage = `usage: node test/bench/hook-footprint.bench.ts [--replicas 5] [--configmaps 2000] [--idle 60] [--json FILE]
 
   --replicas N     lease-operator replicas, each with the injected hook (default 5)
@@ -39,6 +37,8 @@ const args = parseBenchArgs(usage, {
   idle: { default: 60, min: 10 },
 });
 const { replicas, configmaps: configMaps, idle: idleSeconds } = args;
+// after the options: --help and a bad option answer anywhere, before the cluster guard
+connectTestCluster();
 
 const progress = (line: string) => process.stderr.write(`[footprint] ${line}\n`);
 

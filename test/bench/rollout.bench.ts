@@ -41,8 +41,6 @@ import { parseBenchArgs } from './bench-args.ts';
 import { HOOK_PHASES, type HookPhaseSummary, type HookSample, phaseSummary, phaseTable, sampleHooks } from './hook-samples.ts';
 import { type ApiServerCost, type ApiServerSample, costBetween, sampleOf, sumOf } from './apiserver-metrics.ts';
 
-connectTestCluster();
-
 const usage = `usage: npm run bench:rollout -- [--replicas 100] [--trials 1] [--json FILE]
 
   --replicas N   lease-operator replicas of the Deployment (default 100)
@@ -51,6 +49,8 @@ const usage = `usage: npm run bench:rollout -- [--replicas 100] [--trials 1] [--
 `;
 const args = parseBenchArgs(usage, { replicas: { default: 100, min: 1 }, trials: { default: 1, min: 1 } });
 const { replicas, trials } = args;
+// after the options: --help and a bad option answer anywhere, before the cluster guard
+connectTestCluster();
 
 const OPERATOR = 'lease-operator';
 /** The Deployment's default maxSurge: a rollout runs up to this share of replicas more pods. */
@@ -87,7 +87,7 @@ function schedulable(node: V1Node): boolean {
   return !node.spec?.unschedulable && (node.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
-/** Requested CPU of a pod's containers (the larger of the sum of app and sidecar containers and any plain init container). */
+/** Requested CPU of the containers that run side by side: app containers and sidecars (plain init containers run before them; the operators here have none). */
 function podCpuRequest(pod: V1Pod): number {
   const spec = pod.spec;
   const main = (spec?.containers ?? []).reduce((n, c) => n + milliCores(c.resources?.requests?.cpu), 0);

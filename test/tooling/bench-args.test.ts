@@ -39,5 +39,6 @@ describe('parseBenchArgs', () => {
     assert.equal(parse(['--json', join(dir, 'new.json')]).json, join(dir, 'new.json'));
     writeFileSync(join(dir, 'old.json'), '{}\n');
     assert.throws(() => parse(['--json', join(dir, 'old.json')]), /--json .*old\.json exists: give a new file/);
+    assert.throws(() => parse(['--json', join(dir, 'no-such-folder', 'new.json')]), /folder .*no-such-folder does not exist/);
   });
 });
