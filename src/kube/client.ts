@@ -1,7 +1,7 @@
 import type * as http from 'node:http';
 import type { ClusterConfig } from './config.ts';
 import { HttpTransport } from './transport.ts';
-import type { ConfigMap, KubeEvent, Lease, List, Pod, SelfSubjectAccessReview } from './types.ts';
+import type { ConfigMap, KopfPeering, KubeEvent, Lease, List, Pod, SelfSubjectAccessReview } from './types.ts';
 
 export interface RequestOptions {
   /** Whole-request deadline; default 10 s. */
@@ -17,6 +17,8 @@ export interface ApiRequest extends RequestOptions {
   body?: unknown;
   /** Accept header; default application/json. */
   accept?: string;
+  /** Content-Type of the body; default application/json. */
+  contentType?: string;
 }
 
 export interface StreamRequest {
@@ -65,7 +67,14 @@ export const paths = {
   lease: (ns: string, name: string) => `${paths.leases(ns)}/${encodeURIComponent(name)}`,
   events: (ns: string) => `/api/v1/namespaces/${encodeURIComponent(ns)}/events`,
   selfSubjectAccessReviews: () => '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+  /** kopf's namespaced peering objects, or with `ns` undefined its cluster-scoped ones. */
+  kopfPeerings: (ns: string | undefined) =>
+    ns === undefined ? '/apis/kopf.dev/v1/clusterkopfpeerings' : `/apis/kopf.dev/v1/namespaces/${encodeURIComponent(ns)}/kopfpeerings`,
+  kopfPeering: (ns: string | undefined, name: string) => `${paths.kopfPeerings(ns)}/${encodeURIComponent(name)}`,
 };
+
+/** A JSON merge patch (RFC 7386), as kopf writes its peering entries. */
+export const mergePatchType = 'application/merge-patch+json';
 
 export interface KubeClient {
   readonly config: ClusterConfig;
@@ -90,6 +99,11 @@ export interface KubeClient {
   /** Deletes only the Lease these preconditions describe; 409 when it changed or was re-created. */
   deleteLease(ns: string, name: string, preconditions: Preconditions, opts?: RequestOptions): Promise<void>;
   createEvent(ns: string, event: KubeEvent, opts?: RequestOptions): Promise<KubeEvent>;
+  /** kopf's peering objects of namespace `ns`, or with `ns` undefined the cluster-scoped ones; 404 when kopf's CRD is not installed. */
+  listKopfPeerings(ns: string | undefined, opts?: ListOptions): Promise<List<KopfPeering>>;
+  getKopfPeering(ns: string | undefined, name: string, opts?: RequestOptions): Promise<KopfPeering>;
+  /** A merge patch; one carrying metadata.resourceVersion is rejected with 409 unless that version is still current. */
+  patchKopfPeering(ns: string | undefined, name: string, patch: KopfPeering, opts?: RequestOptions): Promise<KopfPeering>;
   createSelfSubjectAccessReview(review: SelfSubjectAccessReview, opts?: RequestOptions): Promise<SelfSubjectAccessReview>;
   /** Closes idle keep-alive sockets. */
   close(): void;
@@ -143,6 +157,10 @@ export function createKubeClient(config: ClusterConfig): KubeClient {
     },
     deleteLease: (ns, name, preconditions, opts) => deleteWith(request, paths.lease(ns, name), preconditions, opts),
     createEvent: (ns, event, opts) => request<KubeEvent>({ method: 'POST', path: paths.events(ns), body: event, ...opts }),
+    listKopfPeerings: (ns, opts) => request<List<KopfPeering>>({ method: 'GET', path: paths.kopfPeerings(ns), query: listQuery(opts), ...pickRequest(opts) }),
+    getKopfPeering: (ns, name, opts) => request<KopfPeering>({ method: 'GET', path: paths.kopfPeering(ns, name), ...opts }),
+    patchKopfPeering: (ns, name, patch, opts) =>
+      request<KopfPeering>({ method: 'PATCH', path: paths.kopfPeering(ns, name), body: patch, contentType: mergePatchType, ...opts }),
     createSelfSubjectAccessReview: (review, opts) =>
       request<SelfSubjectAccessReview>({ method: 'POST', path: paths.selfSubjectAccessReviews(), body: review, ...opts }),
     close: () => transport.close(),

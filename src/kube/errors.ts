@@ -70,6 +70,10 @@ export function isNotFound(err: unknown): boolean {
   return err instanceof KubeApiError && err.status === 404;
 }
 
+export function isForbidden(err: unknown): boolean {
+  return err instanceof KubeApiError && err.status === 403;
+}
+
 export function isConflict(err: unknown): boolean {
   return err instanceof KubeApiError && err.status === 409;
 }

@@ -79,13 +79,20 @@ export class HttpTransport {
   }
 
   /** Everything a request to the server needs: where, how, as whom (the token as it is now). */
-  #requestOptions(method: string, path: string, body: string | undefined, accept = 'application/json', signal?: AbortSignal): http.RequestOptions {
+  #requestOptions(
+    method: string,
+    path: string,
+    body: string | undefined,
+    accept = 'application/json',
+    signal?: AbortSignal,
+    contentType = 'application/json',
+  ): http.RequestOptions {
     const config = this.#config;
     const headers: http.OutgoingHttpHeaders = { Accept: accept, 'User-Agent': `leaderhook/${version}` };
     const token = config.token?.get();
     if (token) headers.Authorization = `Bearer ${token}`;
     if (body !== undefined) {
-      headers['Content-Type'] = 'application/json';
+      headers['Content-Type'] = contentType;
       headers['Content-Length'] = Buffer.byteLength(body);
     }
     return {
@@ -128,7 +135,7 @@ export class HttpTransport {
         reject(transportError(req.method, path, signal.reason, timeout.aborted));
         return;
       }
-      const r = this.#transport.request(this.#requestOptions(req.method, path, body, req.accept, signal), (res) => {
+      const r = this.#transport.request(this.#requestOptions(req.method, path, body, req.accept, signal, req.contentType), (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (c: Buffer) => {

@@ -17,6 +17,22 @@ export type Status = Wire<V1Status>;
 export type OwnerReference = Wire<V1OwnerReference>;
 export type SelfSubjectAccessReview = Wire<V1SelfSubjectAccessReview>;
 
+/** One operator's entry in a kopf peering object's status, as kopf writes it (docs/design.md#kopf-peering-entries). */
+export interface KopfPeer {
+  priority?: number;
+  /** Seconds after lastseen that the entry counts as dead. */
+  lifetime?: number;
+  lastseen?: string;
+}
+
+/** kopf's KopfPeering or ClusterKopfPeering (kopf.dev/v1): a free-form status of entries keyed by identity, no status subresource. */
+export interface KopfPeering {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string };
+  status?: Record<string, KopfPeer | null>;
+}
+
 /** Any list the API returns: items plus the resourceVersion a watch resumes from. */
 export interface List<T> {
   apiVersion?: string;

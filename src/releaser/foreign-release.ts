@@ -12,12 +12,12 @@ import type { KubeClient, RequestOptions } from '../kube/client.ts';
 import { isConflict, isNotFound } from '../kube/errors.ts';
 import { backgroundRequest, type ContextWithoutClient } from './context.ts';
 import type { EventRecorder } from './events.ts';
-import { type LockKind, lockId } from './lock-kinds.ts';
+import { lockId, type ReleasedKind } from './lock-kinds.ts';
 import { observeMode } from './rules.ts';
 
 /** A lock of another pod found releasable, and how its kind is written. */
 export interface ReleaseTarget {
-  readonly kind: LockKind['kind'];
+  readonly kind: ReleasedKind;
   readonly name: string;
   /** The pod the rule found finished or gone: the Events go to it and to this pod. */
   readonly holderPod: { readonly name: string; readonly uid: string };

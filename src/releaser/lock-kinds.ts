@@ -7,6 +7,7 @@
  */
 import type { KubeClient, Preconditions, RequestOptions } from '../kube/client.ts';
 import type { ConfigMap, Lease, OwnerReference } from '../kube/types.ts';
+import type { PeeringScope } from './kopf-peering.ts';
 import { leaseLockOwner, lockOwner } from './rules.ts';
 
 /** A lock object of either kind; both carry their owner in metadata. */
@@ -45,7 +46,10 @@ export const leaseLocks: LockKind = {
   renewable: true,
 };
 
+/** What a release can write: a lock of either kind, or a kopf peering object's entry (kopf-peering.ts). */
+export type ReleasedKind = LockKind['kind'] | PeeringScope['kind'];
+
 /** `Kind/name`, as log lines, Events and results name a lock. */
-export function lockId(kind: Pick<LockKind, 'kind'>, name: string): string {
+export function lockId(kind: { readonly kind: ReleasedKind }, name: string): string {
   return `${kind.kind}/${name}`;
 }

@@ -1,10 +1,11 @@
 import type { Logger } from '../line-log.ts';
+import type { ReleasedKind } from './lock-kinds.ts';
 
 export type ReleaseOutcome = 'released' | 'observed' | 'moved' | 'kept' | 'failed';
 
 /** What the hook counts. The no-op version costs nothing when the port is off (the default). */
 export interface ReleaserMetrics {
-  release(rule: string, kind: 'ConfigMap' | 'Lease', outcome: ReleaseOutcome): void;
+  release(rule: string, kind: ReleasedKind, outcome: ReleaseOutcome): void;
   /** R1 decided not to release, and why (pastDeadline, notBeingDeleted, ...). */
   refused(rule: string, refusal: string): void;
   /** A permission the hook needs and lacks, found at start. */
@@ -36,7 +37,7 @@ export async function startMetrics(port: number, logger: Logger): Promise<Releas
   prom.collectDefaultMetrics({ register: registry });
   const releases = new prom.Counter({
     name: 'leaderhook_hook_releases_total',
-    help: 'Lock releases decided by the hook, by rule (R0-R3), lock kind and outcome (released, observed, moved, kept: a Lease identity another pod could carry, failed).',
+    help: 'Lock releases decided by the hook, by rule (R0-R3), lock kind (ConfigMap, Lease, or the kopf peering object of an entry) and outcome (released, observed, moved, kept: a Lease identity another pod could carry, failed).',
     labelNames: ['rule', 'kind', 'outcome'],
     registers: [registry],
   });

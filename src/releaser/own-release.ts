@@ -6,14 +6,15 @@
  * client, which a test fakes in memory.
  */
 import type { KubeClient } from '../kube/client.ts';
-import { isNotFound } from '../kube/errors.ts';
-import type { ConfigMap, Lease, Pod } from '../kube/types.ts';
+import { isForbidden, isNotFound } from '../kube/errors.ts';
+import type { ConfigMap, KopfPeering, Lease, Pod } from '../kube/types.ts';
 import { allowed, type ContextWithoutClient } from './context.ts';
 import type { EventRecorder } from './events.ts';
 import { ownLeases } from './held-leases.ts';
 import { decideIdentityRelease, heldByName, ownIdentityNames } from './lease-identity.ts';
-import { configMapLocks, leaseLocks } from './lock-kinds.ts';
-import { type LockWriteOutcome, type OwnLockWriter, releaseOwnLease, releaseOwnLock } from './release-as-read.ts';
+import { hasPeerEntry, kopfIdentity, type PeeringScope, peeringNamespace, peeringScopes } from './kopf-peering.ts';
+import { configMapLocks, leaseLocks, type ReleasedKind } from './lock-kinds.ts';
+import { type LockWriteOutcome, type OwnLockWriter, releaseOwnLease, releaseOwnLock, releaseOwnPeerEntry } from './release-as-read.ts';
 import type { TerminateResult } from './releaser.ts';
 import { decideOwnRelease, observeMode } from './rules.ts';
 
@@ -29,7 +30,7 @@ export interface OwnCandidates {
  * What R1 asks of the API: the own pod, the namespace's pods when a Lease
  * may be held by identity, and a read and a guarded write of each own lock.
  */
-export type OwnReleaseClient = OwnLockWriter & Pick<KubeClient, 'getPod' | 'listPods'>;
+export type OwnReleaseClient = OwnLockWriter & Pick<KubeClient, 'getPod' | 'listPods' | 'listKopfPeerings'>;
 
 export interface OwnReleaseSettings {
   marginSeconds: number;
@@ -90,7 +91,7 @@ export class OwnRelease {
     // the annotation as it is now, read live with the decision
     const observe = observeMode(pod, this.#observe);
     const work: Promise<void>[] = [];
-    const one = async (kind: 'ConfigMap' | 'Lease', name: string, release: () => Promise<LockWriteOutcome>) => {
+    const one = async (kind: ReleasedKind, name: string, release: () => Promise<LockWriteOutcome>) => {
       const id = `${kind}/${name}`;
       if (observe) {
         result.observed.push(id);
@@ -143,7 +144,38 @@ export class OwnRelease {
       warn({ err }, 'R1: finding own Leases failed');
       result.failed.push(`finding own Leases: ${(err as Error).message}`);
     }
+    // kopf's entries under this pod's UID, removed as kopf's clean exit would (docs/design.md#kopf-peering-entries)
+    const identity = kopfIdentity(pod as Pod).identity;
+    for (const scope of identity ? peeringScopes : []) {
+      const entries = this.#ownPeerEntries(scope, identity as string, opts).then(
+        (found) =>
+          Promise.all(found.map((p) => one(scope.kind, p.metadata?.name as string, () => releaseOwnPeerEntry(client, ns, scope, p, identity as string, opts)))),
+        (err: unknown) => {
+          warn({ err, kind: scope.kind }, `R1: finding own ${scope.kind} entries failed`);
+          result.failed.push(`finding own ${scope.kind} entries: ${(err as Error).message}`);
+        },
+      );
+      work.push(entries.then(() => {}));
+    }
     await Promise.all(work);
+  }
+
+  /**
+   * The peering objects of `scope` with an entry under `identity`. None when
+   * kopf's CRD is not installed, or the hook may not list them (the cluster
+   * scope's ClusterRole is opt-in): then the entry stays, as without the hook.
+   */
+  async #ownPeerEntries(scope: PeeringScope, identity: string, opts: { signal: AbortSignal; timeoutMs: number }): Promise<KopfPeering[]> {
+    const { log, ns } = this.#ctx;
+    try {
+      const list = await this.#client.listKopfPeerings(peeringNamespace(scope, ns), opts);
+      return list.items.filter((p) => hasPeerEntry(p, identity));
+    } catch (err) {
+      if (!isNotFound(err) && !isForbidden(err)) throw err;
+      const why = isNotFound(err) ? `kopf's ${scope.kind} resource is not installed` : `the hook may not list ${scope.kind} objects`;
+      log.info({ rule: 'R1', kind: scope.kind, identity }, `R1: no ${scope.kind} entry released: ${why}`);
+      return [];
+    }
   }
 
   /** The namespace's pods, read live; undefined when the hook may not list them. */

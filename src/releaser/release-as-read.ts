@@ -5,13 +5,14 @@
  */
 import type { KubeClient, RequestOptions } from '../kube/client.ts';
 import { isConflict, isNotFound } from '../kube/errors.ts';
-import type { Lease } from '../kube/types.ts';
+import type { KopfPeering, Lease } from '../kube/types.ts';
 import type { HookContext } from './context.ts';
+import { entryRemoval, hasPeerEntry, type PeeringScope, peeringNamespace } from './kopf-peering.ts';
 import type { LockKind, LockKindClient, LockObject } from './lock-kinds.ts';
 import { releasedLease } from './rules.ts';
 
 /** What the guarded writes of the own locks ask of the API. */
-export type OwnLockWriter = LockKindClient & Pick<KubeClient, 'updateLease'>;
+export type OwnLockWriter = LockKindClient & Pick<KubeClient, 'updateLease' | 'getKopfPeering' | 'patchKopfPeering'>;
 
 export type LockWriteOutcome = 'released' | 'moved';
 
@@ -85,5 +86,28 @@ export function releaseOwnLease(
     (current) => client.updateLease(self.ns, releasedLease(current, self.clock.now()), opts),
     () => client.getLease(self.ns, name, opts),
     stillOurs,
+  );
+}
+
+/**
+ * Removes this pod's entry from a kopf peering object as it was read, with
+ * the merge patch kopf's clean exit writes (docs/design.md#kopf-peering-entries);
+ * after a conflict, only while the entry is still there.
+ */
+export function releaseOwnPeerEntry(
+  client: OwnLockWriter,
+  ownNamespace: string,
+  scope: PeeringScope,
+  peering: KopfPeering,
+  identity: string,
+  opts: RequestOptions,
+): Promise<LockWriteOutcome> {
+  const name = peering.metadata?.name as string;
+  const ns = peeringNamespace(scope, ownNamespace);
+  return releaseAsRead(
+    peering,
+    (current) => client.patchKopfPeering(ns, name, entryRemoval(current, identity), opts),
+    () => client.getKopfPeering(ns, name, opts),
+    (current) => hasPeerEntry(current, identity),
   );
 }

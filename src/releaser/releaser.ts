@@ -9,6 +9,7 @@
  *   own-locks.ts      this pod's own locks (R1's candidates)
  *   foreign-locks.ts  the locks of other pods and their holders (R0, R2, R3), one per lock kind (lock-kinds.ts)
  *   identity-leases.ts  the Leases other pods hold by identity (R2 only)
+ *   kopf-peers.ts     kopf peering entries of other pods (R2 only), in a pod whose kopf identity is its UID
  *   wait-reports.ts   what a waiting standby reports
  *   terminate.ts      the SIGTERM path (R1)
  *   start.ts          permissions and the own pod, at start
@@ -22,6 +23,8 @@ import { eventRecorder } from './events.ts';
 import { bothKinds, ForeignLocks } from './foreign-locks.ts';
 import { HeldLeases } from './held-leases.ts';
 import { IdentityLeases } from './identity-leases.ts';
+import { kopfIdentity } from './kopf-peering.ts';
+import { KopfPeers } from './kopf-peers.ts';
 import { podWatchOf } from './holder-watches.ts';
 import { LockCache } from './lock-cache.ts';
 import { leaseLocks } from './lock-kinds.ts';
@@ -137,6 +140,8 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
   // Leases other pods hold by identity: R2 only (docs/design.md#r2-for-leases-held-by-identity)
   const identityLeases = new IdentityLeases(ctx, { client, events, watchPod, observe });
   heldLeases.subscribe(identityLeases);
+  // kopf peering entries of other pods: R2 only (docs/design.md#kopf-peering-entries)
+  const kopfPeers = new KopfPeers(ctx, { events, watchPod, observe });
   const waits = new WaitReporter(ctx, events, { foreign: bothKinds(foreign, foreignLeases), own }, reportIntervalMs);
   const terminator = new Terminator(ctx, { client, events, candidates: own }, { marginSeconds, releaseTimeoutMs, observe, stopBackground });
   let terminating = false;
@@ -149,6 +154,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     foreign.stop();
     foreignLeases.stop();
     identityLeases.stop();
+    kopfPeers.stop();
     waits.stop();
   }
 
@@ -159,7 +165,9 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
     void reportMissingPermissions(ctx, events, pod);
     const lockName = lockNameFromAnnotations(pod) ?? cache.lockName;
     logRunning(ctx, pod, { lockName, observe: observeMode(pod, observe), marginSeconds, releaseTimeoutMs });
-    const listed = Promise.all([heldLeases.start(), cache.start(lockName)]);
+    // a kopf standby follows the other peers' entries; any other pod has nothing to follow there
+    const kopf = kopfIdentity(pod);
+    const listed = Promise.all([heldLeases.start(), cache.start(lockName), kopf.identity ? kopfPeers.start(kopf.identity) : undefined]);
     waits.start(pod);
     // a list the API keeps failing must not hold up a stop
     await Promise.race([listed, new Promise<void>((resolve) => background.signal.addEventListener('abort', () => resolve(), { once: true }))]);
@@ -188,7 +196,7 @@ export async function runReleaser(options: ReleaserOptions): Promise<RunningRele
       if (stopped) return;
       stopped = true;
       stopBackground();
-      await Promise.all([cache.done, heldLeases.done, foreign.done, foreignLeases.done, identityLeases.done]);
+      await Promise.all([cache.done, heldLeases.done, foreign.done, foreignLeases.done, identityLeases.done, kopfPeers.done]);
       if (!terminating) await metrics.close().catch(() => {});
     },
   };

@@ -8,6 +8,7 @@ import type { Pod } from '../kube/types.ts';
 import { backgroundRequest, type HookContext } from './context.ts';
 import type { EventRecorder } from './events.ts';
 import { can, checkPermissions, type Permissions, permissionEffects, requiredPermissions } from './permissions.ts';
+import { kopfIdentity } from './kopf-peering.ts';
 import { ownIdentityNames } from './lease-identity.ts';
 
 /** The downward-API identity a hook cannot run without, by option, environment variable and flag. */
@@ -77,7 +78,21 @@ export function logRunning(
   }
   const { lockName, observe, marginSeconds, releaseTimeoutMs } = settings;
   const leaseIdentities = ownIdentityNames(pod, ctx.hostname);
-  ctx.log.info({ lockName: lockName ?? '(discover)', observe, marginSeconds, releaseTimeoutMs, podUid: ctx.podUid, leaseIdentities }, 'release hook running');
+  const kopf = kopfIdentity(pod);
+  ctx.log.info(
+    {
+      lockName: lockName ?? '(discover)',
+      observe,
+      marginSeconds,
+      releaseTimeoutMs,
+      podUid: ctx.podUid,
+      leaseIdentities,
+      ...(kopf.identity ? { kopfIdentity: kopf.identity } : {}),
+    },
+    'release hook running',
+  );
+  // a kopf operator that names itself otherwise: say once why its entries are never released
+  if (kopf.why) ctx.log.info({ kopfIdentity: null }, kopf.why);
   if (leaseIdentities.length === 0) {
     ctx.log.info({ hostNetwork: true }, "this pod's hostname is its node's, shared with other pods: no Lease is ever released as held by its identity");
   }

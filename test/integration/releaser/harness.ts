@@ -15,7 +15,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import { pino } from 'pino';
 import { createKubeClient, type KubeClient } from '../../../src/kube/client.ts';
 import { kubeconfigConfig } from '../../../src/kube/config.ts';
-import type { ConfigMap, KubeEvent, Lease, List, Pod } from '../../../src/kube/types.ts';
+import type { ConfigMap, KopfPeering, KubeEvent, Lease, List, Pod } from '../../../src/kube/types.ts';
 import { type ReleaserOptions, type RunningReleaser, runReleaser } from '../../../src/releaser/releaser.ts';
 import { broughtOwnCluster, clusterStateDir, kubeconfigPath } from '../../support/kube.ts';
 import { apiRequest, isNotFoundAnswer } from '../../support/raw-api.ts';
@@ -435,5 +435,67 @@ export async function startHook(
       await releaser.stop();
       client.close();
     },
+  };
+}
+
+/** kopf's peering definitions (test/operators/manifests/kopf-peering-crds.yaml), created once and left in place, as CRDs are; resolves once served. */
+export async function ensureKopfPeeringCrds(): Promise<void> {
+  const kube = await admin();
+  const docs = parseAllDocuments(readFileSync(new URL('../../operators/manifests/kopf-peering-crds.yaml', import.meta.url), 'utf8')).map(
+    (d) => d.toJS() as { metadata: { name: string } },
+  );
+  for (const crd of docs) {
+    await kube.request({ method: 'POST', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', body: crd }).catch((err: { status?: number }) => {
+      if (err.status !== 409) throw err;
+    });
+  }
+  await waitFor(
+    "kopf's peering definitions established",
+    async () => {
+      for (const crd of docs) {
+        const got = await kube.request<{ status?: { conditions?: { type: string; status: string }[] } }>({
+          method: 'GET',
+          path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`,
+        });
+        if (!got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) return false;
+      }
+      return true;
+    },
+    30_000,
+    200,
+  );
+}
+
+/** Binds deploy/operator-rbac-kopf's Role to the namespace's service account, as a user opting in does. */
+export async function grantKopfPeering(ns: TestNamespace): Promise<void> {
+  const kube = await admin();
+  for (const file of ['role.yaml', 'rolebinding.yaml']) {
+    const body = parse(readFileSync(new URL(`../../../deploy/operator-rbac-kopf/${file}`, import.meta.url), 'utf8')) as Record<string, unknown>;
+    const resource = body.kind === 'Role' ? 'roles' : 'rolebindings';
+    if (body.kind === 'RoleBinding') body.subjects = [{ kind: 'ServiceAccount', name: ns.serviceAccount, namespace: ns.name }];
+    await kube.request({ method: 'POST', path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns.name}/${resource}`, body });
+  }
+}
+
+/** A KopfPeering with these entries, as kopf writes them ({priority, lifetime, lastseen}). */
+export async function createKopfPeering(ns: string, name: string, entries: Record<string, number>): Promise<KopfPeering> {
+  const kube = await admin();
+  const lastseen = new Date().toISOString();
+  const status = Object.fromEntries(Object.entries(entries).map(([id, priority]) => [id, { priority, lifetime: 60, lastseen }]));
+  return kube.request<KopfPeering>({
+    method: 'POST',
+    path: `/apis/kopf.dev/v1/namespaces/${ns}/kopfpeerings`,
+    body: { apiVersion: 'kopf.dev/v1', kind: 'KopfPeering', metadata: { name }, status },
+  });
+}
+
+export async function getKopfPeering(ns: string, name: string): Promise<KopfPeering> {
+  return (await admin()).request<KopfPeering>({ method: 'GET', path: `/apis/kopf.dev/v1/namespaces/${ns}/kopfpeerings/${name}` });
+}
+
+/** createPod's containers, with the operator's POD_ID set from `fieldPath` as kopf reads it. */
+export function kopfOperatorSpec(fieldPath: 'metadata.uid' | 'metadata.name'): Record<string, unknown> {
+  return {
+    containers: [{ name: 'manager', image: pauseImage, imagePullPolicy: 'Never', env: [{ name: 'POD_ID', valueFrom: { fieldRef: { fieldPath } } }] }],
   };
 }
