@@ -191,5 +191,34 @@ describe('kopf peering entries on a real cluster', { concurrency: 1 }, () => {
       assert.ok(ids.includes(leaderUid) && ids.includes(stranger), `entries kept: ${ids.join(', ')}`);
       assert.equal(released(h).length, 0);
     });
+
+    it('removes the entry of a pod the real kubelet fails for activeDeadlineSeconds', async (t) => {
+      const realNode = process.env.NODE_NAME ?? 'leaderhook-node';
+      const nodeReady = await apiRequest<{ status?: { conditions?: { type: string; status: string }[] } }>('GET', `/api/v1/nodes/${realNode}`)
+        .then((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+        .catch(() => false);
+      if (!nodeReady) {
+        t.skip(`node ${realNode} is not Ready`);
+        return;
+      }
+      const ns = await namespace('lh-kopf-r2-kubelet');
+      const standby = await kopfPod(ns, 'kopf-1');
+      const leader = await createPod(ns.name, 'kopf-0', realNode, {
+        spec: { ...kopfOperatorSpec('metadata.uid'), activeDeadlineSeconds: 4, terminationGracePeriodSeconds: 2, initContainers: [] },
+      });
+      const leaderUid = leader.metadata?.uid as string;
+      await createKopfPeering(ns.name, 'op', { [leaderUid]: 100, [standby.metadata?.uid as string]: 99 });
+      const h = await hook(ns, standby);
+      await waitFor('entry removed after the deadline', async () => !entryIds(await getKopfPeering(ns.name, 'op')).includes(leaderUid), 90_000, 100);
+      const failed = await apiRequest<Pod>('GET', `/api/v1/namespaces/${ns.name}/pods/kopf-0`);
+      assert.equal(failed.status?.phase, 'Failed');
+      assert.equal(failed.status?.reason, 'DeadlineExceeded');
+      await waitFor('the release logged', async () => released(h).length >= 1);
+      const finished = failed.status?.containerStatuses?.[0]?.state?.terminated?.finishedAt;
+      const releasedAt = new Date(released(h)[0]?.time as number);
+      t.diagnostic(
+        `kopf R2 real kubelet (DeadlineExceeded): container finished ${finished}, entry removed ${releasedAt.toISOString()} (${((releasedAt.getTime() - Date.parse(finished as string)) / 1000).toFixed(1)} s later; kopf would have waited until lastseen + 60 s)`,
+      );
+    });
   });
 });
