@@ -243,18 +243,28 @@ export async function installLeaderhook({ debugLog = true, image = leaderhookIma
   };
 }
 
-/**
- * Grants the release hook its Role (deploy/operator-rbac) in `namespace`,
- * bound to the operator's service account, as the README tells users to.
- */
-export async function grantReleaseHook(namespace: string, serviceAccount: string): Promise<void> {
-  kubectl(['apply', '-n', namespace, '-f', 'deploy/operator-rbac/role.yaml']);
-  const binding = parseAllDocuments(kubectl(['kustomize', 'deploy/operator-rbac']))
+/** Applies `dir`'s Role in `namespace` and binds it to `serviceAccount`, as a user installing it does. */
+async function bindHookRole(namespace: string, dir: string, serviceAccount: string): Promise<void> {
+  kubectl(['apply', '-n', namespace, '-f', `${dir}/role.yaml`]);
+  const binding = parseAllDocuments(kubectl(['kustomize', dir]))
     .map((doc) => doc.toJS() as V1RoleBinding)
     .find((o) => o.kind === 'RoleBinding')!;
   binding.metadata = { ...binding.metadata, namespace };
   binding.subjects = [{ kind: 'ServiceAccount', name: serviceAccount, namespace }];
   await rbac.createNamespacedRoleBinding({ namespace, body: binding });
+}
+
+/**
+ * Grants the release hook its Role (deploy/operator-rbac) in `namespace`,
+ * bound to the operator's service account, as the README tells users to.
+ */
+export function grantReleaseHook(namespace: string, serviceAccount: string): Promise<void> {
+  return bindHookRole(namespace, 'deploy/operator-rbac', serviceAccount);
+}
+
+/** deploy/operator-rbac-kopf's opt-in Role, bound the same way: the hook may remove kopf peering entries. */
+export function grantKopfPeering(namespace: string, serviceAccount: string): Promise<void> {
+  return bindHookRole(namespace, 'deploy/operator-rbac-kopf', serviceAccount);
 }
 
 /**

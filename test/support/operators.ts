@@ -223,12 +223,12 @@ export const josdkLock = podNameLease('josdk-operator-lock');
 /**
  * kopf-operator's peering (test/operators/kopf-operator), which is no lock: the
  * KopfPeering object `kopf-operator` holds one status entry per replica, keyed
- * by its pod name (POD_ID), and the replica of the highest priority runs. The
- * split-brain check follows it as a Lease held, as the pod's name, by the entry
+ * by its pod's UID (POD_ID), and the replica of the highest priority runs. The
+ * split-brain check follows it as a Lease held, as the pod's UID, by the entry
  * of the highest priority: test/e2e/kopf-operator.test.ts derives one such
  * revision from each write of the object.
  */
-export const kopfPeering: LockUnderTest = { kind: 'Lease', name: 'kopf-operator', heartbeat: 'kopf-operator-heartbeat', leaseIdentity: 'pod' };
+export const kopfPeering: LockUnderTest = { kind: 'Lease', name: 'kopf-operator', heartbeat: 'kopf-operator-heartbeat', leaseIdentity: 'uid' };
 
 /** Every object of test/operators/manifests/<file>.yaml, in order (kopf-operator.yaml: its StatefulSet, Role, RoleBinding and KopfPeering). */
 export function operatorObjects(file: string): { apiVersion?: string; kind: string; metadata?: { name?: string } }[] {

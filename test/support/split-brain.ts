@@ -51,9 +51,10 @@ export interface LockUnderTest {
    * Whom a Lease's holderIdentity names: one process (controller-runtime's
    * `hostname_uuid`, drawn at every start; the default), or the pod (a
    * client-go LeaderElector given the pod's name), which every process of the
-   * pod shares, as they share a ConfigMap lock's owner UID.
+   * pod shares, as they share a ConfigMap lock's owner UID; or the pod's UID
+   * (a kopf peering entry under POD_ID from metadata.uid), shared the same way.
    */
-  leaseIdentity?: 'process' | 'pod';
+  leaseIdentity?: 'process' | 'pod' | 'uid';
 }
 
 /** What the checker reads: every recorded write of the namespace's ConfigMaps and Leases (others than the lock's and the heartbeat's are ignored). */
@@ -171,6 +172,8 @@ function identityFault(lock: LockUnderTest, beat: HeartbeatData): string | undef
   if (kind === 'ConfigMap' && beat.lockIdentity !== beat.podUID) return `claims lock identity ${beat.lockIdentity}, not its own pod's UID ${beat.podUID}`;
   if (kind === 'Lease' && lock.leaseIdentity === 'pod' && beat.lockIdentity !== beat.pod)
     return `claims lock identity ${beat.lockIdentity}, not its pod's name ${beat.pod}`;
+  if (kind === 'Lease' && lock.leaseIdentity === 'uid')
+    return beat.lockIdentity === beat.podUID ? undefined : `claims lock identity ${beat.lockIdentity}, not its pod's UID ${beat.podUID}`;
   if (kind === 'Lease' && leaseIdentityPod(beat.lockIdentity ?? '') !== beat.pod)
     return `claims lock identity ${beat.lockIdentity}, not one of pod ${beat.pod}`;
   return undefined;
@@ -273,7 +276,7 @@ export function checkSplitBrain(history: LockHistory): Violation[] {
 
     const identity = beat.lockIdentity ?? '';
     // A ConfigMap lock's identity is a pod's UID and a pod-named Lease's the pod's name: every process of the pod shares it.
-    if (lock.kind === 'Lease' && lock.leaseIdentity !== 'pod') {
+    if (lock.kind === 'Lease' && lock.leaseIdentity !== 'pod' && lock.leaseIdentity !== 'uid') {
       const claim = claims.get(identity);
       if (!claim) claims.set(identity, { key, writer });
       else if (claim.key !== key)
@@ -309,6 +312,7 @@ function describeHolder(
   if (!holder) return `${what} at rv ${lockRv} was held by nobody`;
   if (lock.kind === 'ConfigMap') return `${what} at rv ${lockRv} was held by pod ${holder.pod} (UID ${holder.identity})`;
   if (lock.leaseIdentity === 'pod') return `${what} at rv ${lockRv} was held by pod ${holder.pod}`;
+  if (lock.leaseIdentity === 'uid') return `${what} at rv ${lockRv} was held by the pod of UID ${holder.identity}`;
   const process = processOf(holder.identity);
   return `${what} at rv ${lockRv} was held by ${holder.identity} (${process ? describeWriter(process) : 'no heartbeat names its process'})`;
 }

@@ -164,6 +164,28 @@ describe('split-brain checker: reading locks and heartbeats', () => {
     );
   });
 
+  test("a Lease held as the pod's UID (a kopf entry): the holder's heartbeats pass, another pod's and a wrong identity do not", () => {
+    const lock = { kind: 'Lease' as const, name: 'l', heartbeat: 'l-heartbeat', leaseIdentity: 'uid' as const };
+    const beat = (rv: bigint, pod: string, podUID: string, lockIdentity: string): ObservedWrite<V1ConfigMap> => ({
+      type: 'MODIFIED',
+      rv,
+      object: { metadata: { name: 'l-heartbeat' }, data: { holder: pod, seq: `${rv}`, time: '', podUID, processID: `p-${pod}`, lockIdentity } },
+    });
+    const history = (beats: ObservedWrite<V1ConfigMap>[]): LockHistory => ({
+      lock,
+      leases: [{ type: 'ADDED', rv: 10n, object: { metadata: { name: 'l' }, spec: { holderIdentity: 'uid-1' } } }],
+      configMaps: beats,
+    });
+    assert.deepEqual(checkSplitBrain(history([beat(11n, 'op-0', 'uid-1', 'uid-1'), beat(12n, 'op-0', 'uid-1', 'uid-1')])), []);
+    assert.deepEqual(
+      checkSplitBrain(history([beat(11n, 'op-1', 'uid-2', 'uid-2')])).map((v) => v.kind),
+      ['not-holder'],
+    );
+    const [wrong] = checkSplitBrain(history([beat(11n, 'op-0', 'uid-1', 'op-0')]));
+    assert.equal(wrong?.kind, 'unidentified');
+    assert.match(wrong?.explanation ?? '', /claims lock identity op-0, not its pod's UID uid-1/);
+  });
+
   test('an empty history has nothing to flag (the recorder asserts that heartbeats were seen)', () => {
     assert.deepEqual(checkSplitBrain({ lock: { kind: 'Lease', name: 'l', heartbeat: 'h' }, configMaps: [], leases: [] }), []);
   });

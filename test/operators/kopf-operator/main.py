@@ -5,8 +5,9 @@ test/operators/manifests/kopf-operator.yaml. kopf has no leader lock: every
 replica keeps an entry `status.<identity>` (priority, lifetime, lastseen) in a
 KopfPeering object of its namespace, and a replica that sees a live entry of a
 higher priority pauses (kopf/_core/engines/peering.py). The identity is POD_ID,
-here the pod's name; the priority is given by --priority, else derived from the
-pod name's StatefulSet ordinal (100 - ordinal: kopf-operator-0 leads while it is
+here the pod's UID (the identity leaderhook can release an entry of); the
+priority is given by --priority, else derived from the StatefulSet ordinal ending
+the pod's name, POD_NAME (100 - ordinal: kopf-operator-0 leads while it is
 there).
 
 What it does while kopf lets it run (not paused by peering): a daemon on one
@@ -20,7 +21,10 @@ It logs JSON lines like opshell's ("ts", "level", "logger", "msg", "processID"),
 kopf's own lines included: "trying" at start, "became leader" when the daemon
 starts, "paused" when kopf stops it, "stopping" on SIGTERM (or "signal ignored"
 with --ignore-sigterm: the process then runs until the kubelet's SIGKILL, and
-kopf never removes its peering entry), "stopped" once kopf has exited.
+kopf never removes its peering entry; "exiting without cleanup" with
+--exit-on-sigterm: the process ends at once with status 1, as one that crashes
+while stopping, and kopf never removes its entry either), "stopped" once kopf
+has exited.
 """
 
 import argparse
@@ -71,11 +75,12 @@ def info(msg: str, **fields: object) -> None:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog='kopf-operator')
     p.add_argument('--peering', default='kopf-operator', help="the KopfPeering object's name (kopf run --peering)")
-    p.add_argument('--priority', type=int, help='kopf run --priority; default 100 minus the ordinal ending POD_ID')
+    p.add_argument('--priority', type=int, help='kopf run --priority; default 100 minus the ordinal ending POD_NAME')
     p.add_argument('--heartbeat-name', default='kopf-operator-heartbeat')
     p.add_argument('--anchor-name', default='kopf-operator-anchor')
     p.add_argument('--heartbeat-interval', type=float, default=1.0, help='seconds')
     p.add_argument('--ignore-sigterm', action='store_true', help='log SIGTERM and go on until SIGKILL')
+    p.add_argument('--exit-on-sigterm', action='store_true', help="on SIGTERM, exit at once with status 1, without kopf's cleanup")
     return p.parse_args(argv)
 
 
@@ -108,16 +113,18 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, handlers=[handler])
     logging.getLogger('asyncio').setLevel(logging.WARNING)
 
-    pod = os.environ.get('POD_ID', '')
+    # kopf reads POD_ID itself; the heartbeats name the pod, its UID and the identity apart
+    identity = os.environ.get('POD_ID', '')
+    pod = os.environ.get('POD_NAME', '')
     pod_uid = os.environ.get('POD_UID', '')
-    if not pod or not pod_uid:
-        log.error('POD_ID and POD_UID must be set from the downward API (metadata.name, metadata.uid)')
+    if not identity or not pod or not pod_uid:
+        log.error('POD_ID, POD_NAME and POD_UID must be set from the downward API (metadata.uid, metadata.name, metadata.uid)')
         return 2
     priority = opts.priority
     if priority is None:
         ordinal = re.search(r'-(\d+)$', pod)
         if not ordinal:
-            log.error(f'no --priority, and POD_ID {pod!r} ends in no StatefulSet ordinal')
+            log.error(f'no --priority, and POD_NAME {pod!r} ends in no StatefulSet ordinal')
             return 2
         priority = 100 - int(ordinal.group(1))
     with open(f'{SA_DIR}/namespace') as f:
@@ -148,7 +155,7 @@ def main(argv: list[str]) -> int:
     async def lead(stopped: kopf.DaemonStopped, **_: object) -> None:
         if stopped:
             return  # spawned while kopf pauses (kopf's pause_daemons stops it at once): never act
-        info('became leader', identity=pod, priority=priority)
+        info('became leader', identity=identity, priority=priority)
         seq = 0
         failing = False
         while not stopped:
@@ -157,7 +164,7 @@ def main(argv: list[str]) -> int:
                 'holder': pod,
                 'podUID': pod_uid,
                 'processID': PROCESS_ID,
-                'lockIdentity': pod,
+                'lockIdentity': identity,
                 'seq': str(seq),
                 'time': datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ'),
             }
@@ -182,7 +189,7 @@ def main(argv: list[str]) -> int:
         existing = asyncio.all_tasks()
         tasks = await kopf.spawn_tasks(
             namespaces=[namespace],
-            identity=pod,
+            identity=identity,
             peering_name=opts.peering,
             priority=priority,
             stop_flag=stop,
@@ -193,6 +200,10 @@ def main(argv: list[str]) -> int:
             if opts.ignore_sigterm and sig == signal.SIGTERM:
                 info('signal ignored', signal=sig.name)
                 return
+            if opts.exit_on_sigterm and sig == signal.SIGTERM:
+                info('exiting without cleanup', signal=sig.name)
+                sys.stdout.flush()
+                os._exit(1)
             info('stopping', signal=sig.name)
             stop.set()
 
@@ -204,7 +215,7 @@ def main(argv: list[str]) -> int:
             if api.session is not None:
                 await api.session.close()
 
-    info('trying', identity=pod, priority=priority, peering=opts.peering, namespace=namespace, kopf=importlib.metadata.version('kopf'))
+    info('trying', identity=identity, priority=priority, peering=opts.peering, namespace=namespace, kopf=importlib.metadata.version('kopf'))
     asyncio.run(run())
     info('stopped')
     return 0
