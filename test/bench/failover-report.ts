@@ -11,6 +11,7 @@ import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import { type FailoverRecord, PHASES, type RunRecord, SCENARIOS, type TrialRecord } from './failover-trials.ts';
 import { freedByCounts, type PhaseStats, phaseStats, scenariosOf, seconds, splitBrainOf, splitRun, targets, timeoutSeconds } from './failover-summary.ts';
+import { row, runSpan } from './report-format.ts';
 
 export const SVG_FILE = 'failover.svg';
 export const MARKDOWN_FILE = 'failover.md';
@@ -20,20 +21,13 @@ const MODES = [
   { withLeaderhook: false, label: 'without leaderhook' },
 ] as const;
 
-const utc = (iso: string) => `${new Date(iso).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
-
 function duration(ms: number): string {
   const s = Math.round(ms / 1000);
   const [h, m] = [Math.floor(s / 3600), Math.floor((s % 3600) / 60)];
   return h > 0 ? `${h} h ${m} min` : m > 0 ? `${m} min ${s % 60} s` : `${s} s`;
 }
 
-function when(run: RunRecord): string {
-  if (run.finishedAt === undefined) return `started ${utc(run.startedAt)}; the record has no end (the run did not finish)`;
-  return `${utc(run.startedAt)} to ${utc(run.finishedAt)} (${duration(Date.parse(run.finishedAt) - Date.parse(run.startedAt))})`;
-}
-
-const row = (cells: readonly (string | number)[]) => `| ${cells.join(' | ')} |`;
+const when = (run: RunRecord) => runSpan(run, duration);
 
 const ofMode = (trials: readonly TrialRecord[], withLeaderhook: boolean) => trials.filter((trial) => trial.withLeaderhook === withLeaderhook);
 

@@ -17,8 +17,10 @@ export interface RunRecord {
   timeoutMs: number;
 }
 
-export interface TrialRecord extends Omit<TrialOutcome, 'marks'> {
+export interface TrialRecord extends Omit<TrialOutcome, 'marks' | 'operator'> {
   kind: 'trial';
+  /** An operator of test/operators (failover-trial.ts's, or kopf-operator for bench:kopf). */
+  operator: string;
   scenario: string;
   withLeaderhook: boolean;
   /** 1-based, per scenario and mode. */
@@ -51,6 +53,12 @@ export const SCENARIOS: Record<string, string> = {
   'client-go-rollout': 'client-go LeaderElector operator (Lease held as the pod name, 15 s lease, no ReleaseOnCancel), Deployment of 2: the leader pod deleted',
   'josdk-rollout':
     "Java Operator SDK operator (fabric8's LeaderElector, Lease held as $HOSTNAME, 15 s lease, releaseOnCancel off), Deployment of 2: the leader pod deleted",
+  'kopf-crash':
+    "kopf operator (peering entries under the pod's UID, 60 s lifetime), two pods of priorities 100 and 99: the leader pod deleted, its operator exiting at once on SIGTERM without kopf's cleanup (npm run bench:kopf)",
+  'kopf-killed':
+    'kopf operator, as kopf-crash: the leader pod deleted while its operator ignores SIGTERM, SIGKILLed at the end of its 10 s grace period (npm run bench:kopf)',
+  'kopf-failed':
+    'kopf operator, as kopf-crash: the leader failed by its kubelet (activeDeadlineSeconds set while it leads; SIGTERM ignored, 2 s grace), never deleted; times from the deadline being set (npm run bench:kopf)',
 };
 
 /** The operators whose lock is a Lease: the Lease targets apply to their scenarios. */
@@ -61,7 +69,7 @@ export const LEASE_OPERATORS: readonly string[] = ['lease-operator', 'client-go-
  * before its deadline, so its hook's SIGTERM comes in time. The target "lock
  * gone p99 ≤ 250 ms after the delete" applies to these.
  */
-export const RELEASED_BY_R1: readonly string[] = ['lfl-rollout', 'lease-rollout', 'lfl-stuck-terminating', 'client-go-rollout', 'josdk-rollout'];
+export const RELEASED_BY_R1: readonly string[] = ['lfl-rollout', 'lease-rollout', 'lfl-stuck-terminating', 'client-go-rollout', 'josdk-rollout', 'kopf-crash'];
 
 /** The lines of a benchmark's record, each a JSON object; `what` names the record in an error. */
 export function parseJsonLines<T>(text: string, what: string): T[] {

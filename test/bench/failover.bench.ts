@@ -33,7 +33,7 @@ import { deleteNamespaceAndWait, holdTerminating, installLeaderhook, releaseTerm
 import type { LockUnderTest } from '../support/split-brain.ts';
 import { writeReport } from './failover-report.ts';
 import { parseRecords, type TrialRecord } from './failover-trials.ts';
-import { parseTrialArgs, runRecord, say, trialOptionsUsage } from './trial-args.ts';
+import { finishRunRecord, parseTrialArgs, runRecord, say, trialOptionsUsage } from './trial-args.ts';
 
 connectTestCluster();
 
@@ -121,7 +121,6 @@ async function runLoop(scenario: Scenario, ns: OperatorsNamespace): Promise<void
 
 async function main(): Promise<void> {
   const run = runRecord('bench:failover', process.argv.slice(2), timeoutMs);
-  const startedAt = new Date(run.startedAt);
   writeFileSync(out, `${JSON.stringify(run)}\n`);
   say(`recording to ${out}`);
   say('installing leaderhook (deploy/)');
@@ -151,10 +150,7 @@ async function main(): Promise<void> {
     for (const ns of namespaces) await deleteNamespaceAndWait(ns.name);
     await uninstall();
   }
-  const lines = readFileSync(out, 'utf8').split('\n');
-  lines[0] = JSON.stringify({ ...run, finishedAt: new Date().toISOString() });
-  writeFileSync(out, lines.join('\n'));
-  say(`done in ${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s: ${out}`);
+  finishRunRecord(out, run);
   if (args.docs) {
     const written = await writeReport(parseRecords(readFileSync(out, 'utf8')), args.docs);
     say(`rendered ${written.join(', ')}`);

@@ -55,7 +55,7 @@ import {
 import type { LockUnderTest } from '../support/split-brain.ts';
 import { FAULT_SCENARIOS, type FaultTrialRecord, parseFaultRecords } from './fault-trials.ts';
 import { writeFaultsReport } from './faults-report.ts';
-import { parseTrialArgs, runRecord, say, trialOptionsUsage } from './trial-args.ts';
+import { finishRunRecord, parseTrialArgs, runRecord, say, trialOptionsUsage } from './trial-args.ts';
 
 connectTestCluster();
 
@@ -556,10 +556,7 @@ async function main(): Promise<void> {
   } finally {
     await uninstall();
   }
-  const lines = readFileSync(out, 'utf8').split('\n');
-  lines[0] = JSON.stringify({ ...run, finishedAt: new Date().toISOString() });
-  writeFileSync(out, lines.join('\n'));
-  say(`done in ${((Date.now() - Date.parse(run.startedAt)) / 1000).toFixed(0)} s: ${out}`);
+  finishRunRecord(out, run);
   if (args.docs) {
     const file = join(args.docs, 'faults.md');
     await writeFaultsReport(parseFaultRecords(readFileSync(out, 'utf8')), file);

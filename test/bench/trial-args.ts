@@ -3,10 +3,11 @@
  * local cluster (`npm run bench:failover`, `npm run bench:faults`): how many
  * trials of which scenarios, how long a trial waits, where the record goes.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { kubectl } from '../support/leaderhook.ts';
+import { say } from '../support/progress.ts';
 import type { RunRecord } from './failover-trials.ts';
 
 export interface TrialArgs {
@@ -97,3 +98,11 @@ export function runRecord(script: string, argv: readonly string[], timeoutMs: nu
 }
 
 export { say } from '../support/progress.ts';
+
+/** Writes the run's end into the first line of its record `out`, and says how long it took. */
+export function finishRunRecord(out: string, run: { startedAt: string }): void {
+  const lines = readFileSync(out, 'utf8').split('\n');
+  lines[0] = JSON.stringify({ ...run, finishedAt: new Date().toISOString() });
+  writeFileSync(out, lines.join('\n'));
+  say(`done in ${((Date.now() - Date.parse(run.startedAt)) / 1000).toFixed(0)} s: ${out}`);
+}
