@@ -1,0 +1,374 @@
+/**
+ * What a soak run found, from its record (one JSON object per line, a `run`
+ * line first): faults applied per kind and mode, split brain, locks left held
+ * by pods that can never run, leaderless stretches, restarts the soak did not
+ * cause, watches left down, and whether the hooks' and webhook's memory grew.
+ * docs/soak.md (soak-report.ts) is drawn from these numbers alone.
+ * Times (`atMs`) are milliseconds since the run's `startedAt`.
+ */
+import { HOOK_CONTAINER_NAME } from '../../src/injector/index.ts';
+import { parseJsonLines } from './failover-trials.ts';
+import { SOAK_FAULTS, soakFaultText } from './soak-plan.ts';
+
+export interface SoakRunRecord {
+  kind: 'run';
+  /** The command line, as a user would type it. */
+  command: string;
+  startedAt: string;
+  finishedAt?: string;
+  seed: number;
+  /** The duration asked for; finishedAt - startedAt is the one it took. */
+  durationMs: number;
+}
+
+export interface SoakFaultRecord {
+  kind: 'fault';
+  atMs: number;
+  /** A SoakFault; a name the report does not know is shown as it is. */
+  fault: string;
+  /** What was hit: a pod for a pod or container fault, the webhook replica's pod, or the API server. */
+  target: string;
+  namespace: string;
+  /** Ignored for a cluster-wide fault, which hits both modes at once. */
+  withLeaderhook: boolean;
+  /** Skipped: nothing to hit at that moment (no leader, the pod already going). */
+  outcome: 'applied' | 'skipped';
+  detail?: string;
+}
+
+/** The split-brain checker's verdict on one namespace's window of the run. */
+export interface SoakCheckRecord {
+  kind: 'check';
+  atMs: number;
+  namespace: string;
+  withLeaderhook: boolean;
+  splitBrain: number;
+  lockHeldByDeadPod: number;
+  /** The longest stretch of the window with nobody holding the lock. */
+  leaderlessMs: number;
+}
+
+export interface SoakSampleRecord {
+  kind: 'sample';
+  atMs: number;
+  pod: string;
+  container: string;
+  namespace: string;
+  workingSetBytes: number;
+  /** The container's restartCount as the kubelet reports it. */
+  restarts: number;
+}
+
+export interface SoakWatchRecord {
+  kind: 'watch';
+  atMs: number;
+  pod: string;
+  watch: string;
+  up: boolean;
+}
+
+export type SoakRecord = SoakRunRecord | SoakFaultRecord | SoakCheckRecord | SoakSampleRecord | SoakWatchRecord;
+
+export const parseSoakRecords = (text: string): SoakRecord[] => parseJsonLines<SoakRecord>(text, 'soak record');
+
+/** The record's one run line; a record with none, or several, cannot be reported honestly. */
+export function soakRunOf(records: readonly SoakRecord[]): SoakRunRecord {
+  const runs = records.filter((record): record is SoakRunRecord => record.kind === 'run');
+  if (runs.length !== 1) throw new Error(`a soak record holds exactly one "run" line; this one has ${runs.length}`);
+  return runs[0]!;
+}
+
+const HOUR_MS = 3_600_000;
+
+/** Shorter than this, a GC cycle or two is the whole series, and its slope says nothing about a leak. */
+export const MIN_SLOPE_SPAN_MS = 30 * 60_000;
+
+export interface MemorySample {
+  atMs: number;
+  bytes: number;
+}
+
+export interface MemorySlope {
+  bytesPerHour: number;
+  /** The fitted bytes at atMs 0. */
+  interceptBytes: number;
+  n: number;
+  /** 1 where the fit leaves nothing unexplained, a constant series included. */
+  r2: number;
+}
+
+/** The least-squares line through the samples. */
+export function memorySlope(samples: readonly MemorySample[], minSpanMs = MIN_SLOPE_SPAN_MS): MemorySlope {
+  const n = samples.length;
+  if (n < 3) throw new Error(`a memory slope needs at least 3 samples, got ${n}`);
+  if (samples.some((sample) => !Number.isFinite(sample.atMs) || !Number.isFinite(sample.bytes)))
+    throw new Error('a memory sample has a time or size that is not a number');
+  const times = samples.map((sample) => sample.atMs);
+  const spanMs = Math.max(...times) - Math.min(...times);
+  if (spanMs < minSpanMs)
+    throw new Error(`a memory slope needs samples spanning at least ${minSpanMs / 60_000} min, these span ${(spanMs / 60_000).toFixed(1)} min`);
+  const xs = times.map((ms) => ms / HOUR_MS);
+  const ys = samples.map((sample) => sample.bytes);
+  const meanX = xs.reduce((a, b) => a + b, 0) / n;
+  const meanY = ys.reduce((a, b) => a + b, 0) / n;
+  let sxx = 0;
+  let sxy = 0;
+  let syy = 0;
+  for (let i = 0; i < n; i++) {
+    const dx = xs[i]! - meanX;
+    const dy = ys[i]! - meanY;
+    sxx += dx * dx;
+    sxy += dx * dy;
+    syy += dy * dy;
+  }
+  const bytesPerHour = sxy / sxx;
+  const residual = syy - bytesPerHour * sxy;
+  return { bytesPerHour, interceptBytes: meanY - bytesPerHour * meanX, n, r2: syy === 0 ? 1 : 1 - residual / syy };
+}
+
+/**
+ * Not zero: a working set is a GC sawtooth (the heap fills, a collection
+ * empties it, at no fixed period), so a fitted slope is never exactly 0 even
+ * with nothing leaking; the threshold is what the soak calls a leak.
+ * 1 MiB/h: a hook leaking that fast outgrows its limit's headroom within weeks, well inside an operator's life.
+ */
+export const LEAK_THRESHOLD_BYTES_PER_HOUR = 2 ** 20;
+
+export interface LeakResult {
+  key: string;
+  thresholdBytesPerHour: number;
+  /** Absent where the series is too short to judge (memorySlope's minimum). */
+  slope?: MemorySlope;
+  verdict: 'flat' | 'grows' | 'too short';
+  /** Why a series was not judged. */
+  reason?: string;
+}
+
+/**
+ * Each series judged against the threshold. A short series (a pod deleted
+ * early in the run) is reported as such rather than thrown on: in a soak
+ * that deletes pods, most runs of a container are short.
+ */
+export function leakVerdict(
+  series: ReadonlyMap<string, readonly MemorySample[]>,
+  thresholdBytesPerHour = LEAK_THRESHOLD_BYTES_PER_HOUR,
+  minSpanMs = MIN_SLOPE_SPAN_MS,
+): LeakResult[] {
+  return [...series].map(([key, samples]) => {
+    let slope: MemorySlope;
+    try {
+      slope = memorySlope(samples, minSpanMs);
+    } catch (error) {
+      return { key, thresholdBytesPerHour, verdict: 'too short', reason: (error as Error).message };
+    }
+    return { key, thresholdBytesPerHour, slope, verdict: slope.bytesPerHour > thresholdBytesPerHour ? 'grows' : 'flat' };
+  });
+}
+
+/** The webhook's container in deploy/deployment.yaml and the chart. */
+export const WEBHOOK_CONTAINER_NAME = 'webhook';
+
+export type ContainerKind = 'hook' | 'webhook' | 'operator';
+
+export const containerKindOf = (container: string): ContainerKind =>
+  container === HOOK_CONTAINER_NAME ? 'hook' : container === WEBHOOK_CONTAINER_NAME ? 'webhook' : 'operator';
+
+/**
+ * The working set of each run of each container, keyed
+ * "namespace/pod/container#restarts": a restart empties the memory, and a
+ * series across it would hide a leak behind the drop.
+ */
+export function memorySeries(records: readonly SoakRecord[], kind: ContainerKind): Map<string, MemorySample[]> {
+  const series = new Map<string, MemorySample[]>();
+  for (const record of records) {
+    if (record.kind !== 'sample' || containerKindOf(record.container) !== kind) continue;
+    const key = `${record.namespace}/${record.pod}/${record.container}#${record.restarts}`;
+    series.set(key, [...(series.get(key) ?? []), { atMs: record.atMs, bytes: record.workingSetBytes }]);
+  }
+  return series;
+}
+
+export interface LeaderObservation {
+  atMs: number;
+  namespace: string;
+  leader: string | undefined;
+}
+
+export interface LeaderGap {
+  fromMs: number;
+  toMs: number;
+  ms: number;
+  /** Still without a leader at the end of the observations: `toMs` is that end, not a new leader. */
+  open: boolean;
+}
+
+/**
+ * Per namespace, the stretches with nobody leading: from the first
+ * observation without a leader to the next one with. Every namespace observed
+ * has an entry, an empty one where it always had a leader.
+ */
+export function leaderGaps(events: readonly LeaderObservation[], endMs = events.at(-1)?.atMs ?? 0): Map<string, LeaderGap[]> {
+  const gaps = new Map<string, LeaderGap[]>();
+  const since = new Map<string, number>();
+  events.forEach((event, i) => {
+    const before = events[i - 1];
+    if (before && event.atMs < before.atMs) {
+      throw new Error(`leader observation ${i + 1} (${event.atMs} ms) comes before the one ahead of it (${before.atMs} ms): they must be in time order`);
+    }
+    if (!gaps.has(event.namespace)) gaps.set(event.namespace, []);
+    const from = since.get(event.namespace);
+    if (event.leader === undefined && from === undefined) since.set(event.namespace, event.atMs);
+    if (event.leader !== undefined && from !== undefined) {
+      gaps.get(event.namespace)!.push({ fromMs: from, toMs: event.atMs, ms: event.atMs - from, open: false });
+      since.delete(event.namespace);
+    }
+  });
+  for (const [namespace, from] of since) gaps.get(namespace)!.push({ fromMs: from, toMs: endMs, ms: Math.max(0, endMs - from), open: true });
+  return gaps;
+}
+
+/** The longest leaderless stretch per namespace, 0 where there was none. */
+export function longestGap(gaps: ReadonlyMap<string, readonly LeaderGap[]>): Map<string, number> {
+  return new Map([...gaps].map(([namespace, list]) => [namespace, Math.max(0, ...list.map((gap) => gap.ms))]));
+}
+
+/** A kubelet restarts an exited container within seconds, 10 s after a first back-off; a minute covers that and a slow sample. */
+export const RESTART_CAUSE_WINDOW_MS = 60_000;
+
+/** Where a fault counts: a cluster-wide fault hits both modes at once. */
+export type FaultMode = 'with' | 'without' | 'cluster';
+
+export interface FaultCounts {
+  fault: string;
+  applied: Record<FaultMode, number>;
+  skipped: Record<FaultMode, number>;
+}
+
+export interface ModeTotals {
+  checks: number;
+  splitBrain: number;
+  lockHeldByDeadPod: number;
+  /** Undefined where no check ran in that mode. */
+  longestLeaderlessMs?: number;
+}
+
+export interface ContainerRestart {
+  namespace: string;
+  pod: string;
+  container: string;
+  kind: ContainerKind;
+  /** The sample that saw it: the restart happened since the container's previous sample. */
+  seenAtMs: number;
+}
+
+export interface SoakTotals {
+  /** SOAK_FAULTS' order, then kinds it does not know, by name. */
+  faults: FaultCounts[];
+  withLeaderhook: ModeTotals;
+  withoutLeaderhook: ModeTotals;
+  causedRestarts: number;
+  uncausedRestarts: ContainerRestart[];
+  watchesDown: { pod: string; watch: string; sinceMs: number }[];
+}
+
+const modeOf = (record: SoakFaultRecord): FaultMode =>
+  soakFaultText(record.fault)?.scope === 'cluster' ? 'cluster' : record.withLeaderhook ? 'with' : 'without';
+
+function faultCounts(faults: readonly SoakFaultRecord[]): FaultCounts[] {
+  const known = Object.keys(SOAK_FAULTS);
+  const named = new Set(faults.map((record) => record.fault));
+  const order = [...known.filter((fault) => named.has(fault)), ...[...named].filter((fault) => !known.includes(fault)).sort()];
+  return order.map((fault) => {
+    const counts: FaultCounts = { fault, applied: { with: 0, without: 0, cluster: 0 }, skipped: { with: 0, without: 0, cluster: 0 } };
+    for (const record of faults.filter((r) => r.fault === fault)) counts[record.outcome][modeOf(record)]++;
+    return counts;
+  });
+}
+
+function modeTotals(checks: readonly SoakCheckRecord[]): ModeTotals {
+  const sum = (pick: (check: SoakCheckRecord) => number) => checks.reduce((total, check) => total + pick(check), 0);
+  return {
+    checks: checks.length,
+    splitBrain: sum((check) => check.splitBrain),
+    lockHeldByDeadPod: sum((check) => check.lockHeldByDeadPod),
+    ...(checks.length > 0 ? { longestLeaderlessMs: Math.max(...checks.map((check) => check.leaderlessMs)) } : {}),
+  };
+}
+
+/**
+ * Restarts seen as a rise of restartCount between two samples of a container.
+ * One is the soak's doing if an applied fault that restarts that kind of
+ * container hit that pod between `windowMs` before the previous sample and
+ * this one; each fault accounts for one restart. The first sample of a
+ * container is its baseline: restarts before the soak saw it are not counted.
+ */
+function restartsOf(records: readonly SoakRecord[], windowMs: number): { caused: number; uncaused: ContainerRestart[] } {
+  const restarting = records.filter(
+    (record): record is SoakFaultRecord => record.kind === 'fault' && record.outcome === 'applied' && soakFaultText(record.fault)?.restarts !== undefined,
+  );
+  const used = new Set<SoakFaultRecord>();
+  const last = new Map<string, SoakSampleRecord>();
+  let caused = 0;
+  const uncaused: ContainerRestart[] = [];
+  const samples = records.filter((record): record is SoakSampleRecord => record.kind === 'sample').sort((a, b) => a.atMs - b.atMs);
+  for (const sample of samples) {
+    const key = `${sample.namespace}/${sample.pod}/${sample.container}`;
+    const previous = last.get(key);
+    last.set(key, sample);
+    if (!previous) continue;
+    const kind = containerKindOf(sample.container);
+    for (let i = 0; i < sample.restarts - previous.restarts; i++) {
+      const cause = restarting.find(
+        (fault) =>
+          !used.has(fault) &&
+          fault.namespace === sample.namespace &&
+          fault.target === sample.pod &&
+          soakFaultText(fault.fault)?.restarts === kind &&
+          fault.atMs > previous.atMs - windowMs &&
+          fault.atMs <= sample.atMs,
+      );
+      if (cause) {
+        used.add(cause);
+        caused++;
+      } else {
+        uncaused.push({ namespace: sample.namespace, pod: sample.pod, container: sample.container, kind, seenAtMs: sample.atMs });
+      }
+    }
+  }
+  return { caused, uncaused };
+}
+
+/**
+ * Watches whose last record says down while their pod was still sampled
+ * after it: a pod that is gone took its watches with it, one still running
+ * should have reconnected.
+ */
+function watchesDownOf(records: readonly SoakRecord[]): SoakTotals['watchesDown'] {
+  const lastState = new Map<string, SoakWatchRecord>();
+  const lastSample = new Map<string, number>();
+  for (const record of records) {
+    if (record.kind === 'watch') {
+      const key = `${record.pod}\n${record.watch}`;
+      if ((lastState.get(key)?.atMs ?? Number.NEGATIVE_INFINITY) <= record.atMs) lastState.set(key, record);
+    }
+    if (record.kind === 'sample') lastSample.set(record.pod, Math.max(record.atMs, lastSample.get(record.pod) ?? Number.NEGATIVE_INFINITY));
+  }
+  return [...lastState.values()]
+    .filter((state) => !state.up && (lastSample.get(state.pod) ?? Number.NEGATIVE_INFINITY) > state.atMs)
+    .map((state) => ({ pod: state.pod, watch: state.watch, sinceMs: state.atMs }))
+    .sort((a, b) => a.sinceMs - b.sinceMs || (a.pod < b.pod ? -1 : a.pod > b.pod ? 1 : 0));
+}
+
+export function soakTotals(records: readonly SoakRecord[], restartWindowMs = RESTART_CAUSE_WINDOW_MS): SoakTotals {
+  const faults = records.filter((record): record is SoakFaultRecord => record.kind === 'fault');
+  const checks = records.filter((record): record is SoakCheckRecord => record.kind === 'check');
+  const restarts = restartsOf(records, restartWindowMs);
+  return {
+    faults: faultCounts(faults),
+    withLeaderhook: modeTotals(checks.filter((check) => check.withLeaderhook)),
+    withoutLeaderhook: modeTotals(checks.filter((check) => !check.withLeaderhook)),
+    causedRestarts: restarts.caused,
+    uncausedRestarts: restarts.uncaused,
+    watchesDown: watchesDownOf(records),
+  };
+}

@@ -1,0 +1,227 @@
+/**
+ * docs/soak.md, rendered from the soak's record (soak-analysis.ts). Pure: no
+ * clock, a stable order, so the same record always gives the same bytes. The
+ * faults applied per kind and mode, the soak's targets each measured and
+ * judged, and the slope of the hooks' and webhook's memory.
+ */
+import { writeFile } from 'node:fs/promises';
+import { seconds, type Verdict } from './failover-summary.ts';
+import {
+  type FaultCounts,
+  type FaultMode,
+  LEAK_THRESHOLD_BYTES_PER_HOUR,
+  type LeakResult,
+  leakVerdict,
+  MIN_SLOPE_SPAN_MS,
+  type ModeTotals,
+  memorySeries,
+  type SoakCheckRecord,
+  type SoakRecord,
+  type SoakRunRecord,
+  type SoakTotals,
+  soakRunOf,
+  soakTotals,
+} from './soak-analysis.ts';
+import { soakFaultText } from './soak-plan.ts';
+import { median } from './stats.ts';
+import { row, runSpan } from './report-format.ts';
+
+/** Two decimals, without the "-0.00" of a slope a hair under zero. */
+const mibPerHour = (bytesPerHour: number) => (bytesPerHour / 2 ** 20).toFixed(2).replace(/^-(0\.00)$/, '$1');
+
+/** "2 h 0 min", "45 min": the scale a soak is told in. */
+function hoursMinutes(ms: number): string {
+  const minutes = Math.round(ms / 60_000);
+  return minutes >= 60 ? `${Math.floor(minutes / 60)} h ${minutes % 60} min` : `${minutes} min`;
+}
+
+const when = (run: SoakRunRecord) => runSpan(run, hoursMinutes);
+
+const MODE_COLUMNS: readonly { mode: FaultMode; label: string }[] = [
+  { mode: 'with', label: 'with leaderhook' },
+  { mode: 'without', label: 'without' },
+  { mode: 'cluster', label: 'cluster-wide' },
+];
+
+/** Applied, and skipped where some were; "—" where the fault cannot land in that column. */
+function faultCell(counts: FaultCounts, mode: FaultMode): string {
+  const scope = soakFaultText(counts.fault)?.scope;
+  const applies = scope === undefined || (scope === 'cluster') === (mode === 'cluster');
+  if (!applies) return '—';
+  const skipped = counts.skipped[mode];
+  return skipped > 0 ? `${counts.applied[mode]} (${skipped} skipped)` : String(counts.applied[mode]);
+}
+
+function faultTable(faults: readonly FaultCounts[]): string[] {
+  if (faults.length === 0) return ['No fault was applied.'];
+  return [
+    row(['fault', ...MODE_COLUMNS.map((column) => column.label)]),
+    row(['---', '---:', '---:', '---:']),
+    ...faults.map((counts) => row([soakFaultText(counts.fault)?.description ?? counts.fault, ...MODE_COLUMNS.map(({ mode }) => faultCell(counts, mode))])),
+  ];
+}
+
+interface SoakTargetResult {
+  target: string;
+  measured: string;
+  verdict: Verdict;
+}
+
+/** Judged with leaderhook; the baseline's count is shown beside it, since a lost lock there is a finding too. */
+function zeroTarget(target: string, totals: SoakTotals, pick: (mode: ModeTotals) => number): SoakTargetResult {
+  const { withLeaderhook: withHook, withoutLeaderhook: without } = totals;
+  return {
+    target,
+    measured: `${pick(withHook)} in ${withHook.checks} checks with leaderhook (${pick(without)} in ${without.checks} without)`,
+    verdict: withHook.checks === 0 ? 'not measured' : pick(withHook) === 0 ? 'met' : 'not met',
+  };
+}
+
+function leaderlessTarget(totals: SoakTotals): SoakTargetResult {
+  const target = 'no operator without a leader for longer than without leaderhook';
+  const withHook = totals.withLeaderhook.longestLeaderlessMs;
+  const without = totals.withoutLeaderhook.longestLeaderlessMs;
+  if (withHook === undefined || without === undefined) return { target, measured: 'checks in one mode only', verdict: 'not measured' };
+  return { target, measured: `longest ${seconds(withHook)} with leaderhook, ${seconds(without)} without`, verdict: withHook <= without ? 'met' : 'not met' };
+}
+
+const KIND_LABELS: Record<'hook' | 'webhook', string> = { hook: 'release hook', webhook: 'webhook' };
+
+function memoryTarget(kind: 'hook' | 'webhook', results: readonly LeakResult[]): SoakTargetResult {
+  const target = `${KIND_LABELS[kind]} memory flat (slope ≤ ${mibPerHour(LEAK_THRESHOLD_BYTES_PER_HOUR)} MiB/h)`;
+  const judged = results.filter((result) => result.slope !== undefined);
+  if (judged.length === 0) return { target, measured: `none of ${results.length} container runs long enough`, verdict: 'not measured' };
+  const grows = judged.filter((result) => result.verdict === 'grows').length;
+  const largest = Math.max(...judged.map((result) => result.slope!.bytesPerHour));
+  return {
+    target,
+    measured: `${grows} of ${judged.length} container runs grow; largest slope ${mibPerHour(largest)} MiB/h`,
+    verdict: grows === 0 ? 'met' : 'not met',
+  };
+}
+
+function restartTarget(totals: SoakTotals, sampled: boolean): SoakTargetResult {
+  const ours = totals.uncausedRestarts.filter((restart) => restart.kind !== 'operator').length;
+  return {
+    target: 'no hook or webhook restart but those a fault caused',
+    measured: `${ours} not caused by a fault (${totals.causedRestarts} restarts caused by a crash or kill fault)`,
+    verdict: !sampled ? 'not measured' : ours === 0 ? 'met' : 'not met',
+  };
+}
+
+function targets(records: readonly SoakRecord[], totals: SoakTotals, leaks: Record<'hook' | 'webhook', LeakResult[]>): SoakTargetResult[] {
+  const watched = records.some((record) => record.kind === 'watch');
+  return [
+    zeroTarget('0 split brain', totals, (mode) => mode.splitBrain),
+    zeroTarget('0 lock left held by a pod that can never run', totals, (mode) => mode.lockHeldByDeadPod),
+    leaderlessTarget(totals),
+    memoryTarget('hook', leaks.hook),
+    memoryTarget('webhook', leaks.webhook),
+    {
+      target: 'no watch left disconnected',
+      measured: `${totals.watchesDown.length} down at the end`,
+      verdict: !watched ? 'not measured' : totals.watchesDown.length === 0 ? 'met' : 'not met',
+    },
+    restartTarget(
+      totals,
+      records.some((record) => record.kind === 'sample'),
+    ),
+  ];
+}
+
+function memoryTable(leaks: Record<'hook' | 'webhook', LeakResult[]>): string[] {
+  const lines = [
+    row(['container', 'runs', 'judged', 'slope MiB/h p50', 'max', 'r² at max', 'verdict']),
+    row(['---', '---:', '---:', '---:', '---:', '---:', '---']),
+  ];
+  for (const kind of ['hook', 'webhook'] as const) {
+    const judged = leaks[kind].filter((result) => result.slope !== undefined);
+    const steepest = judged.reduce<LeakResult | undefined>(
+      (top, result) => (top && top.slope!.bytesPerHour >= result.slope!.bytesPerHour ? top : result),
+      undefined,
+    );
+    const grows = judged.some((result) => result.verdict === 'grows');
+    lines.push(
+      row([
+        KIND_LABELS[kind],
+        leaks[kind].length,
+        judged.length,
+        steepest ? mibPerHour(median(judged.map((result) => result.slope!.bytesPerHour))) : '—',
+        steepest ? mibPerHour(steepest.slope!.bytesPerHour) : '—',
+        steepest ? steepest.slope!.r2.toFixed(2) : '—',
+        steepest === undefined ? 'not measured' : grows ? '**grows**' : 'flat',
+      ]),
+    );
+  }
+  return lines;
+}
+
+/** The runs that grew, and the restarts and watches behind a target not met, for whoever looks into them. */
+function findings(totals: SoakTotals, leaks: Record<'hook' | 'webhook', LeakResult[]>): string[] {
+  const lines = [
+    ...[...leaks.hook, ...leaks.webhook]
+      .filter((result) => result.verdict === 'grows')
+      .map((result) => `- ${result.key} grows ${mibPerHour(result.slope!.bytesPerHour)} MiB/h (r² ${result.slope!.r2.toFixed(2)})`),
+    ...totals.uncausedRestarts.map(
+      (restart) => `- ${restart.namespace}/${restart.pod}/${restart.container} restarted, no fault to cause it (seen at ${hoursMinutes(restart.seenAtMs)})`,
+    ),
+    ...totals.watchesDown.map((down) => `- ${down.pod}: watch ${down.watch} down since ${hoursMinutes(down.sinceMs)}`),
+  ];
+  return lines.length === 0 ? [] : ['## Findings', '', ...lines, ''];
+}
+
+/** The whole of docs/soak.md for one run's record. */
+export function renderSoakMarkdown(records: readonly SoakRecord[]): string {
+  const run = soakRunOf(records);
+  const totals = soakTotals(records);
+  const leaks = { hook: leakVerdict(memorySeries(records, 'hook')), webhook: leakVerdict(memorySeries(records, 'webhook')) };
+  const results = targets(records, totals, leaks);
+  const met = results.filter((result) => result.verdict === 'met').length;
+  const sum = (outcome: 'applied' | 'skipped') =>
+    totals.faults.reduce((total, counts) => total + counts[outcome].with + counts[outcome].without + counts[outcome].cluster, 0);
+  const namespaces = (withLeaderhook: boolean) =>
+    new Set(
+      records
+        .filter((record): record is SoakCheckRecord => record.kind === 'check' && record.withLeaderhook === withLeaderhook)
+        .map((record) => record.namespace),
+    ).size;
+  const lines = [
+    '<!-- Generated by test/bench/soak-report.ts from the record of `npm run bench:soak`; do not edit, run the soak again. -->',
+    '',
+    '# Soak: random faults, with leaderhook and without',
+    '',
+    '```sh',
+    run.command,
+    '```',
+    '',
+    `Run ${when(run)}; asked for ${hoursMinutes(run.durationMs)}, seed ${run.seed}.`,
+    `${sum('applied')} faults applied, ${sum('skipped')} skipped (nothing to hit at that moment), in namespaces checked: ${namespaces(true)} with leaderhook, ${namespaces(false)} without.`,
+    '',
+    '## Faults',
+    '',
+    ...faultTable(totals.faults),
+    '',
+    '## Targets',
+    '',
+    `Reported, not asserted: ${met} of ${results.length} met.`,
+    '',
+    row(['target', 'measured', 'verdict']),
+    row(['---', '---', '---']),
+    ...results.map((result) => row([result.target, result.measured, result.verdict === 'met' ? 'met' : `**${result.verdict}**`])),
+    '',
+    '## Memory',
+    '',
+    'The least-squares slope of the working set of each run of a container (a restart starts a new run), against',
+    `${mibPerHour(LEAK_THRESHOLD_BYTES_PER_HOUR)} MiB/h: not zero, since a garbage-collected heap is a sawtooth whose fitted slope is never exactly 0.`,
+    `A run shorter than ${MIN_SLOPE_SPAN_MS / 60_000} min is not judged.`,
+    '',
+    ...memoryTable(leaks),
+    '',
+    ...findings(totals, leaks),
+  ];
+  return lines.join('\n');
+}
+
+export async function writeSoakReport(records: readonly SoakRecord[], file: string): Promise<void> {
+  await writeFile(file, renderSoakMarkdown(records));
+}

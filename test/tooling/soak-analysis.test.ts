@@ -1,0 +1,234 @@
+/**
+ * The soak's analysis: memory slopes and the leak verdict over a noisy
+ * sawtooth, leaderless stretches, and the totals of a record: faults per mode,
+ * restarts the soak caused or not, watches left down.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  LEAK_THRESHOLD_BYTES_PER_HOUR,
+  leakVerdict,
+  leaderGaps,
+  longestGap,
+  type MemorySample,
+  memorySeries,
+  memorySlope,
+  parseSoakRecords,
+  type SoakRecord,
+  soakTotals,
+} from '../bench/soak-analysis.ts';
+import { mulberry32 } from '../bench/soak-plan.ts';
+
+const MiB = 2 ** 20;
+const HOUR = 3_600_000;
+
+/**
+ * A working set sampled every 10 s for `hours`: 40 MiB, a GC sawtooth that
+ * fills 4 MiB over 3 to 7 minutes then drops, ±0.5 MiB of noise, and
+ * `growthPerHour` underneath.
+ */
+function workingSet(hours: number, growthPerHour: number, seed = 1): MemorySample[] {
+  const random = mulberry32(seed);
+  const samples: MemorySample[] = [];
+  let cycleStart = 0;
+  let cycleMs = 300_000;
+  for (let atMs = 0; atMs <= hours * HOUR; atMs += 10_000) {
+    if (atMs - cycleStart >= cycleMs) [cycleStart, cycleMs] = [atMs, 180_000 + random() * 240_000];
+    const heap = (4 * MiB * (atMs - cycleStart)) / cycleMs;
+    samples.push({ atMs, bytes: 40 * MiB + heap + (random() - 0.5) * MiB + (growthPerHour * atMs) / HOUR });
+  }
+  return samples;
+}
+
+test('the slope of a straight line is its growth per hour, with r² 1', () => {
+  const line = [0, 1, 2, 3].map((i) => ({ atMs: i * 20 * 60_000, bytes: 100 * MiB + i * MiB }));
+  const slope = memorySlope(line);
+  assert.ok(Math.abs(slope.bytesPerHour - 3 * MiB) < 1e-6, `${slope.bytesPerHour}`);
+  assert.ok(Math.abs(slope.interceptBytes - 100 * MiB) < 1e-6);
+  assert.equal(slope.n, 4);
+  assert.ok(Math.abs(slope.r2 - 1) < 1e-12);
+  assert.equal(memorySlope(line.map((s) => ({ ...s, bytes: MiB }))).r2, 1, 'a constant series is fitted exactly');
+});
+
+test('a flat sawtooth with noise stays under the leak threshold; the same with 3 MiB/h underneath grows', () => {
+  for (const seed of [1, 2, 3]) {
+    const flat = memorySlope(workingSet(2, 0, seed));
+    assert.ok(Math.abs(flat.bytesPerHour) < LEAK_THRESHOLD_BYTES_PER_HOUR, `seed ${seed}: ${flat.bytesPerHour / MiB} MiB/h`);
+    assert.ok(flat.r2 < 0.2, `seed ${seed}: a flat series is mostly noise, r² ${flat.r2}`);
+  }
+  const verdicts = leakVerdict(
+    new Map([
+      ['flat', workingSet(2, 0)],
+      ['leak', workingSet(2, 3 * MiB)],
+      ['short', workingSet(0.25, 3 * MiB)],
+    ]),
+  );
+  assert.deepEqual(
+    verdicts.map((result) => [result.key, result.verdict, result.thresholdBytesPerHour]),
+    [
+      ['flat', 'flat', MiB],
+      ['leak', 'grows', MiB],
+      ['short', 'too short', MiB],
+    ],
+  );
+  assert.ok(Math.abs(verdicts[1]!.slope!.bytesPerHour - 3 * MiB) < 0.5 * MiB);
+  assert.match(verdicts[2]!.reason!, /spanning at least 30 min, these span 15\.0 min/);
+  assert.equal(leakVerdict(new Map([['leak', workingSet(2, 3 * MiB)]]), 4 * MiB)[0]!.verdict, 'flat', 'the threshold given is the one judged by');
+});
+
+test('a slope needs 3 samples spanning the minimum', () => {
+  assert.throws(() => memorySlope([]), /a memory slope needs at least 3 samples, got 0/);
+  assert.throws(() => memorySlope(workingSet(1, 0).slice(0, 2)), /a memory slope needs at least 3 samples, got 2/);
+  assert.throws(() => memorySlope(workingSet(0.1, 0)), /a memory slope needs samples spanning at least 30 min, these span 6\.0 min/);
+  assert.equal(memorySlope(workingSet(0.1, 0), 5 * 60_000).n, 37, 'a smaller minimum can be given');
+  assert.throws(() => memorySlope([...workingSet(1, 0), { atMs: 0, bytes: Number.NaN }]), /a memory sample has a time or size that is not a number/);
+});
+
+test('leaderless stretches per namespace, an open one running to the end', () => {
+  const gaps = leaderGaps(
+    [
+      { atMs: 0, namespace: 'a', leader: 'a-1' },
+      { atMs: 0, namespace: 'b', leader: undefined },
+      { atMs: 1000, namespace: 'a', leader: undefined },
+      { atMs: 1500, namespace: 'a', leader: undefined },
+      { atMs: 2000, namespace: 'b', leader: 'b-1' },
+      { atMs: 2500, namespace: 'a', leader: 'a-2' },
+      { atMs: 3000, namespace: 'c', leader: 'c-1' },
+      { atMs: 4000, namespace: 'a', leader: undefined },
+    ],
+    5000,
+  );
+  assert.deepEqual(Object.fromEntries(gaps), {
+    a: [
+      { fromMs: 1000, toMs: 2500, ms: 1500, open: false },
+      { fromMs: 4000, toMs: 5000, ms: 1000, open: true },
+    ],
+    b: [{ fromMs: 0, toMs: 2000, ms: 2000, open: false }],
+    c: [],
+  });
+  assert.deepEqual(Object.fromEntries(longestGap(gaps)), { a: 1500, b: 2000, c: 0 });
+  assert.throws(
+    () =>
+      leaderGaps([
+        { atMs: 10, namespace: 'a', leader: 'x' },
+        { atMs: 5, namespace: 'a', leader: 'x' },
+      ]),
+    /leader observation 2 \(5 ms\) comes before the one ahead of it \(10 ms\): they must be in time order/,
+  );
+});
+
+const sample = (atMs: number, pod: string, container: string, restarts: number, bytes = 40 * MiB): SoakRecord => ({
+  kind: 'sample',
+  atMs,
+  pod,
+  container,
+  namespace: 'ns',
+  workingSetBytes: bytes,
+  restarts,
+});
+const fault = (atMs: number, name: string, target: string, extra: Partial<SoakRecord> = {}): SoakRecord =>
+  ({ kind: 'fault', atMs, fault: name, target, namespace: 'ns', withLeaderhook: true, outcome: 'applied', ...extra }) as SoakRecord;
+
+test("a restart right after a crash or kill of that container is the soak's; one without such a fault is not", () => {
+  const hook = 'leaderhook-release';
+  const totals = soakTotals([
+    sample(0, 'p', hook, 0),
+    sample(0, 'q', hook, 2),
+    sample(0, 'p', 'manager', 0),
+    fault(9_000, 'kill-hook', 'p'),
+    sample(10_000, 'p', hook, 1),
+    // the operator crashed: its restart is explained, not the hook's in the same pod
+    fault(20_000, 'crash-operator', 'p'),
+    sample(30_000, 'p', 'manager', 1),
+    sample(30_000, 'p', hook, 2),
+    // a skipped fault and one on another pod explain nothing
+    fault(40_000, 'kill-hook', 'q', { outcome: 'skipped' }),
+    fault(40_000, 'kill-hook', 'r'),
+    sample(50_000, 'q', hook, 3),
+    // nor one more than a window before the sample ahead of the restart
+    fault(80_000, 'kill-hook', 'p'),
+    sample(150_000, 'p', hook, 2),
+    sample(200_000, 'p', hook, 3),
+    // one kill accounts for one restart
+    fault(210_000, 'kill-hook', 'p'),
+    sample(220_000, 'p', hook, 5),
+  ]);
+  assert.equal(totals.causedRestarts, 3);
+  assert.deepEqual(
+    totals.uncausedRestarts.map((restart) => [restart.pod, restart.container, restart.kind, restart.seenAtMs]),
+    [
+      ['p', hook, 'hook', 30_000],
+      ['q', hook, 'hook', 50_000],
+      ['p', hook, 'hook', 200_000],
+      ['p', hook, 'hook', 220_000],
+    ],
+    'restarts before the first sample (q had 2) are its baseline',
+  );
+  const late = [sample(0, 'p', hook, 0), fault(50_000, 'kill-hook', 'p'), sample(150_000, 'p', hook, 0), sample(200_000, 'p', hook, 1)];
+  assert.equal(soakTotals(late).causedRestarts, 0);
+  assert.equal(soakTotals(late, 120_000).causedRestarts, 1, 'the window given is the one used');
+});
+
+test('faults are counted per kind and mode, cluster-wide ones apart, skipped ones apart, unknown kinds last', () => {
+  const totals = soakTotals([
+    fault(1, 'evict', 'p', { withLeaderhook: false }),
+    fault(2, 'delete-leader', 'p'),
+    fault(3, 'delete-leader', 'p', { outcome: 'skipped' }),
+    fault(4, 'restart-apiserver', 'kube-apiserver', { withLeaderhook: true }),
+    fault(5, 'zap', 'p'),
+  ]);
+  assert.deepEqual(totals.faults, [
+    { fault: 'delete-leader', applied: { with: 1, without: 0, cluster: 0 }, skipped: { with: 1, without: 0, cluster: 0 } },
+    { fault: 'evict', applied: { with: 0, without: 1, cluster: 0 }, skipped: { with: 0, without: 0, cluster: 0 } },
+    { fault: 'restart-apiserver', applied: { with: 0, without: 0, cluster: 1 }, skipped: { with: 0, without: 0, cluster: 0 } },
+    { fault: 'zap', applied: { with: 1, without: 0, cluster: 0 }, skipped: { with: 0, without: 0, cluster: 0 } },
+  ]);
+});
+
+test('split brain, locks held by dead pods and the longest leaderless stretch are totalled per mode', () => {
+  const check = (withLeaderhook: boolean, splitBrain: number, lockHeldByDeadPod: number, leaderlessMs: number): SoakRecord => ({
+    kind: 'check',
+    atMs: 0,
+    namespace: withLeaderhook ? 'with' : 'without',
+    withLeaderhook,
+    splitBrain,
+    lockHeldByDeadPod,
+    leaderlessMs,
+  });
+  const totals = soakTotals([check(true, 0, 0, 900), check(true, 1, 0, 300), check(false, 2, 1, 17_000), check(false, 0, 1, 0)]);
+  assert.deepEqual(totals.withLeaderhook, { checks: 2, splitBrain: 1, lockHeldByDeadPod: 0, longestLeaderlessMs: 900 });
+  assert.deepEqual(totals.withoutLeaderhook, { checks: 2, splitBrain: 2, lockHeldByDeadPod: 2, longestLeaderlessMs: 17_000 });
+  assert.deepEqual(soakTotals([check(true, 0, 0, 5)]).withoutLeaderhook, { checks: 0, splitBrain: 0, lockHeldByDeadPod: 0 });
+});
+
+test('a watch is left down when its last record is down and its pod ran on after it', () => {
+  const watch = (atMs: number, pod: string, name: string, up: boolean): SoakRecord => ({ kind: 'watch', atMs, pod, watch: name, up });
+  const totals = soakTotals([
+    watch(100, 'p', 'lease', false),
+    watch(200, 'p', 'lease', true),
+    watch(300, 'p', 'pods', false),
+    watch(300, 'gone', 'lease', false),
+    sample(400, 'p', 'leaderhook-release', 0),
+    sample(250, 'gone', 'leaderhook-release', 0),
+  ]);
+  assert.deepEqual(totals.watchesDown, [{ pod: 'p', watch: 'pods', sinceMs: 300 }]);
+});
+
+test('memory series are split by container kind and by restart', () => {
+  const records = [
+    sample(0, 'p', 'leaderhook-release', 0, 1),
+    sample(1, 'p', 'leaderhook-release', 1, 2),
+    sample(0, 'w', 'webhook', 0, 3),
+    sample(0, 'p', 'manager', 0),
+  ];
+  assert.deepEqual(Object.fromEntries(memorySeries(records, 'hook')), {
+    'ns/p/leaderhook-release#0': [{ atMs: 0, bytes: 1 }],
+    'ns/p/leaderhook-release#1': [{ atMs: 1, bytes: 2 }],
+  });
+  assert.deepEqual([...memorySeries(records, 'webhook').keys()], ['ns/w/webhook#0']);
+});
+
+test('a record line that is not JSON is refused with its line number', () => {
+  assert.equal(parseSoakRecords('{"kind":"run"}\n\n').length, 1);
+  assert.throws(() => parseSoakRecords('{"kind":"run"}\n{"kind":'), /line 2 of the soak record is not JSON/);
+});

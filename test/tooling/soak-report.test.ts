@@ -1,0 +1,78 @@
+/**
+ * docs/soak.md from a small record (test/testdata/soak/sample.jsonl, 45 min):
+ * the whole rendering against a golden, and the targets turning with the
+ * numbers behind them.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { parseSoakRecords, type SoakRecord } from '../bench/soak-analysis.ts';
+import { renderSoakMarkdown } from '../bench/soak-report.ts';
+
+/**
+ * One namespace per mode; every fault kind once (an eviction skipped); a
+ * crash and a hook kill each followed by their restart, and a webhook restart
+ * with no fault; a hook flat after its restart and a webhook growing 2 MiB/h.
+ */
+const sample = parseSoakRecords(readFileSync(new URL('../testdata/soak/sample.jsonl', import.meta.url), 'utf8'));
+const golden = readFileSync(new URL('../testdata/soak/report.md', import.meta.url), 'utf8');
+
+const cells = (line: string | undefined) =>
+  (line ?? '')
+    .split('|')
+    .slice(1, -1)
+    .map((cell) => cell.trim());
+const targetRow = (markdown: string, target: string) => cells(markdown.split('\n').find((line) => line.startsWith(`| ${target} |`)));
+
+test('the record renders as the golden report', () => {
+  assert.equal(renderSoakMarkdown(sample), golden);
+});
+
+test('the same record in another order renders the same bytes, and one without its run line is refused', () => {
+  assert.equal(renderSoakMarkdown([...sample].reverse()), golden);
+  assert.throws(() => renderSoakMarkdown(sample.filter((record) => record.kind !== 'run')), /exactly one "run" line; this one has 0/);
+});
+
+test('split brain or a lock held by a dead pod with leaderhook turns its target; the same without leaderhook does not', () => {
+  const check = (withLeaderhook: boolean, splitBrain: number, lockHeldByDeadPod: number): SoakRecord => ({
+    kind: 'check',
+    atMs: 2_000_000,
+    namespace: withLeaderhook ? 'soak-with' : 'soak-without',
+    withLeaderhook,
+    splitBrain,
+    lockHeldByDeadPod,
+    leaderlessMs: 0,
+  });
+  const baselineOnly = renderSoakMarkdown([...sample, check(false, 2, 1)]);
+  assert.deepEqual(targetRow(baselineOnly, '0 split brain'), ['0 split brain', '0 in 3 checks with leaderhook (2 in 3 without)', 'met']);
+  const withHook = renderSoakMarkdown([...sample, check(true, 1, 1)]);
+  assert.deepEqual(targetRow(withHook, '0 split brain'), ['0 split brain', '1 in 4 checks with leaderhook (0 in 2 without)', '**not met**']);
+  assert.equal(targetRow(withHook, '0 lock left held by a pod that can never run')[2], '**not met**');
+});
+
+test('leaderless longer with leaderhook than without, and a watch left down, are not met', () => {
+  const markdown = renderSoakMarkdown([
+    ...sample,
+    { kind: 'check', atMs: 2_000_000, namespace: 'soak-with', withLeaderhook: true, splitBrain: 0, lockHeldByDeadPod: 0, leaderlessMs: 20_000 },
+    { kind: 'watch', atMs: 2_500_000, pod: 'lfl-a-2', watch: 'pods', up: false },
+  ]);
+  assert.deepEqual(targetRow(markdown, 'no operator without a leader for longer than without leaderhook').slice(1), [
+    'longest 20.00 s with leaderhook, 16.50 s without',
+    '**not met**',
+  ]);
+  assert.deepEqual(targetRow(markdown, 'no watch left disconnected').slice(1), ['1 down at the end', '**not met**']);
+  assert.ok(markdown.includes('- lfl-a-2: watch pods down since 42 min'));
+});
+
+test('with no samples and no watches, the memory, watch and restart targets are not measured rather than met', () => {
+  const markdown = renderSoakMarkdown(sample.filter((record) => record.kind !== 'sample' && record.kind !== 'watch'));
+  for (const target of [
+    'release hook memory flat (slope ≤ 1.00 MiB/h)',
+    'webhook memory flat (slope ≤ 1.00 MiB/h)',
+    'no watch left disconnected',
+    'no hook or webhook restart but those a fault caused',
+  ]) {
+    assert.equal(targetRow(markdown, target)[2], '**not measured**', target);
+  }
+  assert.ok(!markdown.includes('## Findings'));
+});
