@@ -5,12 +5,14 @@
  * the same record always gives the same bytes. The benchmark writes both at
  * the end of a run with writeReport; failover-render.ts renders a record again.
  */
+import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
-import { type FailoverRecord, PHASES, type RunRecord, SCENARIOS, type TrialRecord } from './failover-trials.ts';
+import { type FailoverRecord, PHASES, parseRecords, type RunRecord, SCENARIOS, type TrialRecord } from './failover-trials.ts';
 import { freedByCounts, type PhaseStats, phaseStats, scenariosOf, seconds, splitBrainOf, splitRun, targets, timeoutSeconds } from './failover-summary.ts';
+import { say } from '../support/progress.ts';
 import { row, runSpan } from './report-format.ts';
 
 export const SVG_FILE = 'failover.svg';
@@ -230,4 +232,11 @@ export async function writeReport(records: readonly FailoverRecord[], outDir: st
   await writeFile(paths[0]!, markdown);
   await writeFile(paths[1]!, svg);
   return paths;
+}
+
+/** At the end of a run with --docs: failover.md and failover.svg of the record `out` rendered into `docs`. */
+export async function renderDocs(out: string, docs: string | undefined): Promise<void> {
+  if (!docs) return;
+  const written = await writeReport(parseRecords(readFileSync(out, 'utf8')), docs);
+  say(`rendered ${written.join(', ')}`);
 }

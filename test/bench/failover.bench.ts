@@ -24,18 +24,17 @@
  * Runs inside the cluster's network namespace (the npm script enters it; the
  * Kubernetes client refuses to run outside).
  */
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { splitBrainViolations } from '../support/recording.ts';
 import type { Recording } from '../support/recorder.ts';
 import { createOperatorsNamespace, followFailover, lockOf, type OperatorName, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
 import { connectTestCluster, core } from '../support/kube.ts';
 import { deleteNamespaceAndWait, holdTerminating, installLeaderhook, releaseTerminating } from '../support/leaderhook.ts';
 import type { LockUnderTest } from '../support/split-brain.ts';
-import { writeReport } from './failover-report.ts';
-import { parseRecords, type TrialRecord } from './failover-trials.ts';
+import { renderDocs } from './failover-report.ts';
+import type { TrialRecord } from './failover-trials.ts';
 import { finishRunRecord, parseTrialArgs, runRecord, say, trialOptionsUsage } from './trial-args.ts';
 
-connectTestCluster();
 
 interface Scenario {
   name: string;
@@ -67,6 +66,8 @@ const args = parseTrialArgs(process.argv.slice(2), {
   defaultTimeoutSeconds: 45,
   outPrefix: 'leaderhook-failover',
 });
+// options first: --help and a bad option answer on any machine
+connectTestCluster();
 const { timeoutMs, out } = args;
 const scenarios = args.scenarios.map((name) => SCENARIO_LIST.find((s) => s.name === name)!);
 
@@ -151,10 +152,7 @@ async function main(): Promise<void> {
     await uninstall();
   }
   finishRunRecord(out, run);
-  if (args.docs) {
-    const written = await writeReport(parseRecords(readFileSync(out, 'utf8')), args.docs);
-    say(`rendered ${written.join(', ')}`);
-  }
+  await renderDocs(out, args.docs);
 }
 
 await main();

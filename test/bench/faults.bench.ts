@@ -57,7 +57,6 @@ import { FAULT_SCENARIOS, type FaultTrialRecord, parseFaultRecords } from './fau
 import { writeFaultsReport } from './faults-report.ts';
 import { finishRunRecord, parseTrialArgs, runRecord, say, trialOptionsUsage } from './trial-args.ts';
 
-connectTestCluster();
 
 const SCENARIO_NAMES = Object.keys(FAULT_SCENARIOS);
 const usage = `usage: npm run bench:faults -- [--trials 1] [--scenario NAME ...] [--timeout 45] [--out FILE] [--docs DIR]
@@ -66,6 +65,8 @@ ${trialOptionsUsage(SCENARIO_NAMES, 45)}
   (--docs: faults.md)
 `;
 const args = parseTrialArgs(process.argv.slice(2), { scenarios: SCENARIO_NAMES, usage, defaultTimeoutSeconds: 45, outPrefix: 'leaderhook-faults' });
+// options first: --help and a bad option answer on any machine
+connectTestCluster();
 const { timeoutMs, out } = args;
 const MODES = [true, false] as const;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -18,15 +18,15 @@
  * (--docs; docs/frameworks/kopf in the committed run). Runs inside the
  * cluster's network namespace (the npm script enters it).
  */
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import type { V1PodSpec } from '@kubernetes/client-node';
 import { releasedByHook } from '../support/failover-trial.ts';
 import { failLeaderByDeadline, type KopfFailover, LEADER, STANDBY, setUpKopf, standbyTakesOver, stopAndCheck } from '../support/kopf-scenario.ts';
 import { connectTestCluster, core } from '../support/kube.ts';
 import { installLeaderhook, kubectl } from '../support/leaderhook.ts';
 import { hookSignalTime, operatorExited, podGone } from '../support/recording.ts';
-import { writeReport } from './failover-report.ts';
-import { parseRecords, type TrialRecord } from './failover-trials.ts';
+import { renderDocs } from './failover-report.ts';
+import type { TrialRecord } from './failover-trials.ts';
 import { finishRunRecord, parseTrialArgs, runRecord, say, trialOptionsUsage } from './trial-args.ts';
 
 interface KopfScenarioSpec {
@@ -129,10 +129,7 @@ async function main(): Promise<void> {
     await uninstall();
   }
   finishRunRecord(out, run);
-  if (args.docs) {
-    const written = await writeReport(parseRecords(readFileSync(out, 'utf8')), args.docs);
-    say(`rendered ${written.join(', ')}`);
-  }
+  await renderDocs(out, args.docs);
 }
 
 await main();

@@ -16,7 +16,7 @@ import { core, createTestNamespace, kubeConfig, rbac } from './kube.ts';
 import { grantKopfPeering, grantReleaseHook, INJECTION_LABEL, kubectl } from './leaderhook.ts';
 import { applyOperatorRbac, kopfPeering, OPERATOR_CONTAINER, operatorObjects, RELEASE_HOOK_CONTAINER, record } from './operators.ts';
 import type { Recording } from './recorder.ts';
-import { type Heartbeat, heartbeats, hookSigtermLine, logOf, operatorExited, podGone, waitForRecorded } from './recording.ts';
+import { type Heartbeat, heartbeats, hookSigtermLine, logOf, operatorExited, podGone, releaseEvents, waitForRecorded } from './recording.ts';
 import { checkSplitBrain, type ObservedWrite, type Violation } from './split-brain.ts';
 import { waitForSteadyLeader } from './takeover.ts';
 import { hookMarks, type Mark, mark } from './timeline.ts';
@@ -337,8 +337,6 @@ export async function failLeaderByDeadline({ namespace, recording, peering, lead
 
 /** Which hook rule removed the leader's entry, from the LeaderLockReleased Event on its pod; undefined when no hook did. */
 export function entryReleasedBy(recording: Recording): 'R1' | 'R2' | undefined {
-  const released = recording.events.find(
-    (event) => event.object.reason === 'LeaderLockReleased' && event.object.involvedObject?.name === LEADER && /KopfPeering/.test(event.object.message ?? ''),
-  );
-  return released?.object.message?.match(/\((R1|R2):/)?.[1] as 'R1' | 'R2' | undefined;
+  const kopf = releaseEvents(recording, LEADER).filter((event) => /KopfPeering/.test(event.object.message ?? ''));
+  return (['R1', 'R2'] as const).find((rule) => kopf.some((event) => event.object.message?.includes(`(${rule}:`)));
 }
