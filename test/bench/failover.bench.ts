@@ -35,7 +35,6 @@ import { renderDocs } from './failover-report.ts';
 import type { TrialRecord } from './failover-trials.ts';
 import { finishRunRecord, parseTrialArgs, runRecord, say, trialOptionsUsage } from './trial-args.ts';
 
-
 interface Scenario {
   name: string;
   operator: OperatorName;

@@ -57,7 +57,6 @@ import { FAULT_SCENARIOS, type FaultTrialRecord, parseFaultRecords } from './fau
 import { writeFaultsReport } from './faults-report.ts';
 import { finishRunRecord, parseTrialArgs, runRecord, say, trialOptionsUsage } from './trial-args.ts';
 
-
 const SCENARIO_NAMES = Object.keys(FAULT_SCENARIOS);
 const usage = `usage: npm run bench:faults -- [--trials 1] [--scenario NAME ...] [--timeout 45] [--out FILE] [--docs DIR]
 
