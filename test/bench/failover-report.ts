@@ -11,7 +11,18 @@ import { join } from 'node:path';
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import { type FailoverRecord, PHASES, parseRecords, type RunRecord, SCENARIOS, type TrialRecord } from './failover-trials.ts';
-import { freedByCounts, type PhaseStats, phaseStats, scenariosOf, seconds, splitBrainOf, splitRun, targets, timeoutSeconds } from './failover-summary.ts';
+import {
+  freedByCounts,
+  type PhaseStats,
+  phaseStats,
+  type Run,
+  scenariosOf,
+  seconds,
+  splitBrainOf,
+  splitRun,
+  targets,
+  timeoutSeconds,
+} from './failover-summary.ts';
 import { say } from '../support/progress.ts';
 import { row, runSpan } from './report-format.ts';
 
@@ -86,9 +97,16 @@ function scenarioSection(scenario: string, trials: readonly TrialRecord[], run: 
   ];
 }
 
-/** The whole of docs/failover.md for one run's record. */
+/** When and where the record's run (or, with --append, each of its runs) ran. */
+function runLines(runs: Run['runs']): string[] {
+  if (runs.length === 1) return [`Run ${when(runs[0]!.run)}: ${runs[0]!.trials} trials. Machine: ${runs[0]!.run.machine}.`];
+  const total = runs.reduce((sum, { trials }) => sum + trials, 0);
+  return [`${runs.length} runs, ${total} trials:`, '', ...runs.map(({ run, trials }) => `- ${when(run)}: ${trials} trials. Machine: ${run.machine}.`)];
+}
+
+/** The whole of docs/failover.md for a record's runs. */
 export function renderMarkdown(records: readonly FailoverRecord[]): string {
-  const { run, trials } = splitRun(records);
+  const { run, runs, trials } = splitRun(records);
   const results = targets(trials);
   const met = results.filter((result) => result.verdict === 'met').length;
   const lines = [
@@ -97,10 +115,10 @@ export function renderMarkdown(records: readonly FailoverRecord[]): string {
     '# Failover with leaderhook and without',
     '',
     '```sh',
-    run.command,
+    ...runs.map(({ run }) => run.command),
     '```',
     '',
-    `Run ${when(run)}: ${trials.length} trials. Machine: ${run.machine}.`,
+    ...runLines(runs),
     '',
     'Each trial deletes the leader pod of an operator and times every phase in seconds after the delete was issued:',
     `nearest-rank percentiles over all trials, where a phase that did not happen within ${timeoutSeconds(run)} counts as later`,

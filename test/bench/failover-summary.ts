@@ -9,7 +9,10 @@ import { type FailoverRecord, LEASE_OPERATORS, type PHASES, RELEASED_BY_R1, type
 import { percentile } from './stats.ts';
 
 export interface Run {
+  /** The first run: its timeout is every run's (--append holds to it). */
   run: RunRecord;
+  /** Every run of the record in order (several where --append added to it), each with how many trials it added. */
+  runs: { run: RunRecord; trials: number }[];
   /** In report order: scenario (SCENARIOS first), with leaderhook before without, trial number. */
   trials: TrialRecord[];
 }
@@ -21,16 +24,29 @@ export function scenariosOf(trials: readonly TrialRecord[]): string[] {
   return [...known.filter((scenario) => named.has(scenario)), ...[...named].filter((scenario) => !known.includes(scenario)).sort()];
 }
 
-/** The record's one run line and its trials in report order; a record with no run line, or several, cannot be rendered honestly. */
+/**
+ * The record's runs and its trials in report order. A record starts with a
+ * run line; later run lines are runs --append added, each followed by its
+ * trials, all with the first run's timeout (percentiles count "never"
+ * against it). Anything else cannot be rendered honestly.
+ */
 export function splitRun(records: readonly FailoverRecord[]): Run {
-  const runs = records.filter((record): record is RunRecord => record.kind === 'run');
-  if (runs.length !== 1) throw new Error(`a failover record holds exactly one "run" line; this one has ${runs.length}`);
+  if (records[0]?.kind !== 'run') throw new Error('a failover record starts with its "run" line; this one does not');
+  const runs: Run['runs'] = [];
+  for (const record of records) {
+    if (record.kind === 'run') runs.push({ run: record, trials: 0 });
+    else runs.at(-1)!.trials++;
+  }
+  const first = runs[0]!.run;
+  const other = runs.find(({ run }) => run.timeoutMs !== first.timeoutMs);
+  if (other)
+    throw new Error(`the runs of a failover record share one timeout; "${other.run.command}" has ${other.run.timeoutMs} ms, the first ${first.timeoutMs} ms`);
   const trials = records.filter((record): record is TrialRecord => record.kind === 'trial');
   const order = scenariosOf(trials);
   const sorted = [...trials].sort(
     (a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario) || Number(b.withLeaderhook) - Number(a.withLeaderhook) || a.trial - b.trial,
   );
-  return { run: runs[0]!, trials: sorted };
+  return { run: first, runs, trials: sorted };
 }
 
 export function trialsOf(trials: readonly TrialRecord[], scenario: string, withLeaderhook: boolean): TrialRecord[] {

@@ -53,6 +53,10 @@ export const SCENARIOS: Record<string, string> = {
   'client-go-rollout': 'client-go LeaderElector operator (Lease held as the pod name, 15 s lease, no ReleaseOnCancel), Deployment of 2: the leader pod deleted',
   'josdk-rollout':
     "Java Operator SDK operator (fabric8's LeaderElector, Lease held as $HOSTNAME, 15 s lease, releaseOnCancel off), Deployment of 2: the leader pod deleted",
+  'client-go-failed':
+    'client-go LeaderElector operator, as client-go-rollout: the leader failed by its kubelet (activeDeadlineSeconds set while it leads), never deleted, as an evicted pod or one on a node shut down stays Failed; times from the deadline being set',
+  'josdk-failed':
+    'Java Operator SDK operator, as josdk-rollout: the leader failed by its kubelet (activeDeadlineSeconds set while it leads), never deleted; times from the deadline being set',
   'kopf-crash':
     "kopf operator (peering entries under the pod's UID, 60 s lifetime), two pods of priorities 100 and 99: the leader pod deleted, its operator exiting at once on SIGTERM without kopf's cleanup (npm run bench:kopf)",
   'kopf-killed':

@@ -9,8 +9,11 @@
  * Deployment of its operator (test/operators), in which its trials run one
  * after another: wait until a leader has written heartbeats and a standby is
  * trying, delete the leader (held Terminating by a finalizer in the
- * stuck-terminating scenario, released once the trial is over), follow the
- * failover to the new leader and the old pod's removal, then the next trial.
+ * stuck-terminating scenario, released once the trial is over) or, in the
+ * -failed scenarios, have its kubelet fail it without a delete
+ * (activeDeadlineSeconds; the Failed pod is deleted once the trial is over),
+ * follow the failover to the new leader and the old pod's removal, then the
+ * next trial.
  * Scenarios run one after another, each with and without leaderhook side by
  * side (two failovers at once at most: on 2 cores more would time the load);
  * the stuck baseline takes the timeout, then GC and the standby's backoff,
@@ -24,33 +27,40 @@
  * Runs inside the cluster's network namespace (the npm script enters it; the
  * Kubernetes client refuses to run outside).
  */
-import { appendFileSync, writeFileSync } from 'node:fs';
-import { splitBrainViolations } from '../support/recording.ts';
+import { appendFileSync } from 'node:fs';
 import type { Recording } from '../support/recorder.ts';
 import { createOperatorsNamespace, followFailover, lockOf, type OperatorName, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
 import { connectTestCluster, core } from '../support/kube.ts';
-import { deleteNamespaceAndWait, holdTerminating, installLeaderhook, releaseTerminating } from '../support/leaderhook.ts';
+import { deleteNamespaceAndWait, failByDeadline, holdTerminating, installLeaderhook, releaseTerminating } from '../support/leaderhook.ts';
+import { podGone, splitBrainViolations, waitForRecorded } from '../support/recording.ts';
 import type { LockUnderTest } from '../support/split-brain.ts';
 import { renderDocs } from './failover-report.ts';
 import type { TrialRecord } from './failover-trials.ts';
-import { finishRunRecord, parseTrialArgs, runRecord, say, trialOptionsUsage } from './trial-args.ts';
+import { finishRunRecord, parseTrialArgs, recordedTrials, runRecord, say, startRecord, trialOptionsUsage } from './trial-args.ts';
 
 interface Scenario {
   name: string;
   operator: OperatorName;
-  /** The leader pod stays Terminating after its containers stopped until the trial is over. */
-  stuckTerminating: boolean;
+  /**
+   * How the leader stops: its pod deleted; deleted and held Terminating after
+   * its containers stopped until the trial is over; or failed by its kubelet
+   * (activeDeadlineSeconds) and never deleted, as an evicted pod or one of a
+   * node shut down stays Failed.
+   */
+  fault: 'delete' | 'stuck-terminating' | 'deadline';
 }
 
 const SCENARIO_LIST: Scenario[] = [
-  { name: 'lfl-rollout', operator: 'lfl-operator', stuckTerminating: false },
-  { name: 'lease-rollout', operator: 'lease-operator', stuckTerminating: false },
-  { name: 'lfl-stuck-terminating', operator: 'lfl-operator', stuckTerminating: true },
-  { name: 'client-go-rollout', operator: 'client-go-operator', stuckTerminating: false },
-  { name: 'josdk-rollout', operator: 'josdk-operator', stuckTerminating: false },
+  { name: 'lfl-rollout', operator: 'lfl-operator', fault: 'delete' },
+  { name: 'lease-rollout', operator: 'lease-operator', fault: 'delete' },
+  { name: 'lfl-stuck-terminating', operator: 'lfl-operator', fault: 'stuck-terminating' },
+  { name: 'client-go-rollout', operator: 'client-go-operator', fault: 'delete' },
+  { name: 'josdk-rollout', operator: 'josdk-operator', fault: 'delete' },
+  { name: 'client-go-failed', operator: 'client-go-operator', fault: 'deadline' },
+  { name: 'josdk-failed', operator: 'josdk-operator', fault: 'deadline' },
 ];
 
-const usage = `usage: npm run bench:failover -- [--trials 1] [--scenario NAME ...] [--timeout 45] [--out FILE] [--docs DIR]
+const usage = `usage: npm run bench:failover -- [--trials 1] [--scenario NAME ...] [--timeout 45] [--out FILE [--append]] [--docs DIR]
 
 ${trialOptionsUsage(
   SCENARIO_LIST.map((s) => s.name),
@@ -69,6 +79,8 @@ const args = parseTrialArgs(process.argv.slice(2), {
 connectTestCluster();
 const { timeoutMs, out } = args;
 const scenarios = args.scenarios.map((name) => SCENARIO_LIST.find((s) => s.name === name)!);
+/** With --append, this run's trials are numbered after those the record holds. */
+const earlierTrials = recordedTrials(out);
 
 /**
  * Split-brain episodes (test/support/split-brain.ts: a heartbeat by a process
@@ -88,24 +100,38 @@ function newestRv(recording: Recording): bigint {
   return rv;
 }
 
+/** Stops the leader as the scenario says; resolves with the trial's time zero (the delete issued, or the deadline set). */
+async function stopLeader(scenario: Scenario, namespace: string, leader: string): Promise<number> {
+  if (scenario.fault === 'deadline') return failByDeadline(namespace, leader);
+  const deleteIssued = Date.now();
+  await core.deleteNamespacedPod({ name: leader, namespace });
+  return deleteIssued;
+}
+
+async function deletePodAndWait(ns: OperatorsNamespace, pod: string): Promise<void> {
+  await core.deleteNamespacedPod({ name: pod, namespace: ns.name });
+  await waitForRecorded(ns.recording, `pod ${pod} to be gone`, async () => podGone(ns.recording, pod), 60_000);
+}
+
 async function runLoop(scenario: Scenario, ns: OperatorsNamespace): Promise<void> {
   const mode = ns.withLeaderhook ? 'with leaderhook' : 'without';
   let steadySince = 0;
   const count = args.trialsOf(scenario.name);
   for (let trial = 1; trial <= count; trial++) {
     const leader = await waitForLeader(ns.recording, scenario.operator, ns.name, steadySince, 180_000);
-    if (scenario.stuckTerminating) holdTerminating(ns.name, leader);
+    if (scenario.fault === 'stuck-terminating') holdTerminating(ns.name, leader);
     const fromRv = newestRv(ns.recording);
-    const deleteIssued = Date.now();
-    await core.deleteNamespacedPod({ name: leader, namespace: ns.name });
-    const outcome = await followFailover(ns.recording, scenario.operator, leader, deleteIssued, { timeoutMs, untilOldPodGone: !scenario.stuckTerminating });
-    if (scenario.stuckTerminating) releaseTerminating(ns.name, leader);
+    const faultAt = await stopLeader(scenario, ns.name, leader);
+    const outcome = await followFailover(ns.recording, scenario.operator, leader, faultAt, { timeoutMs, untilOldPodGone: scenario.fault === 'delete' });
+    if (scenario.fault === 'stuck-terminating') releaseTerminating(ns.name, leader);
+    // the Failed pod stays until deleted; gone before the next trial, it cannot pass for a standby
+    if (scenario.fault === 'deadline') await deletePodAndWait(ns, leader);
     const { marks: _marks, ...timeline } = outcome;
     const record: TrialRecord = {
       kind: 'trial',
       scenario: scenario.name,
       withLeaderhook: ns.withLeaderhook,
-      trial,
+      trial: earlierTrials(scenario.name, ns.withLeaderhook) + trial,
       ...timeline,
       splitBrain: splitBrainSince(ns.recording, scenario.operator, fromRv),
     };
@@ -121,8 +147,7 @@ async function runLoop(scenario: Scenario, ns: OperatorsNamespace): Promise<void
 
 async function main(): Promise<void> {
   const run = runRecord('bench:failover', process.argv.slice(2), timeoutMs);
-  writeFileSync(out, `${JSON.stringify(run)}\n`);
-  say(`recording to ${out}`);
+  startRecord(args, run);
   say('installing leaderhook (deploy/)');
   const uninstall = await installLeaderhook({ debugLog: false });
   const namespaces: OperatorsNamespace[] = [];

@@ -60,10 +60,16 @@ import { finishRunRecord, parseTrialArgs, runRecord, say, trialOptionsUsage } fr
 const SCENARIO_NAMES = Object.keys(FAULT_SCENARIOS);
 const usage = `usage: npm run bench:faults -- [--trials 1] [--scenario NAME ...] [--timeout 45] [--out FILE] [--docs DIR]
 
-${trialOptionsUsage(SCENARIO_NAMES, 45)}
+${trialOptionsUsage(SCENARIO_NAMES, 45, false)}
   (--docs: faults.md)
 `;
-const args = parseTrialArgs(process.argv.slice(2), { scenarios: SCENARIO_NAMES, usage, defaultTimeoutSeconds: 45, outPrefix: 'leaderhook-faults' });
+const args = parseTrialArgs(process.argv.slice(2), {
+  scenarios: SCENARIO_NAMES,
+  usage,
+  defaultTimeoutSeconds: 45,
+  outPrefix: 'leaderhook-faults',
+  appendable: false,
+});
 // options first: --help and a bad option answer on any machine
 connectTestCluster();
 const { timeoutMs, out } = args;

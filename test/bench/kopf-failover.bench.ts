@@ -3,7 +3,7 @@
  * identity POD_ID the pod's UID) N times with leaderhook and without, on the
  * local cluster, each trial's timeline recorded as bench:failover records its own.
  *
- *   npm run bench:kopf -- [--trials 1] [--scenario kopf-crash ...] [--timeout 90] [--out FILE] [--docs DIR]
+ *   npm run bench:kopf -- [--trials 1] [--scenario kopf-crash ...] [--timeout 90] [--out FILE [--append]] [--docs DIR]
  *
  * kopf removes its own peering entry on a clean exit, so the scenarios are the
  * stops without that cleanup (docs/design.md#kopf-peering-entries): the leader
@@ -18,7 +18,7 @@
  * (--docs; docs/frameworks/kopf in the committed run). Runs inside the
  * cluster's network namespace (the npm script enters it).
  */
-import { appendFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import type { V1PodSpec } from '@kubernetes/client-node';
 import { releasedByHook } from '../support/failover-trial.ts';
 import { failLeaderByDeadline, type KopfFailover, LEADER, STANDBY, setUpKopf, standbyTakesOver, stopAndCheck } from '../support/kopf-scenario.ts';
@@ -27,7 +27,7 @@ import { installLeaderhook, kubectl } from '../support/leaderhook.ts';
 import { hookSignalTime, operatorExited, podGone } from '../support/recording.ts';
 import { renderDocs } from './failover-report.ts';
 import type { TrialRecord } from './failover-trials.ts';
-import { finishRunRecord, parseTrialArgs, runRecord, say, trialOptionsUsage } from './trial-args.ts';
+import { finishRunRecord, parseTrialArgs, recordedTrials, runRecord, say, startRecord, trialOptionsUsage } from './trial-args.ts';
 
 interface KopfScenarioSpec {
   name: string;
@@ -44,7 +44,7 @@ const SCENARIO_LIST: KopfScenarioSpec[] = [
   { name: 'kopf-failed', args: ['--ignore-sigterm'], leaderSpec: { terminationGracePeriodSeconds: 2 }, fault: 'deadline' },
 ];
 
-const usage = `usage: npm run bench:kopf -- [--trials 1] [--scenario NAME ...] [--timeout 90] [--out FILE] [--docs DIR]
+const usage = `usage: npm run bench:kopf -- [--trials 1] [--scenario NAME ...] [--timeout 90] [--out FILE [--append]] [--docs DIR]
 
 ${trialOptionsUsage(
   SCENARIO_LIST.map((s) => s.name),
@@ -62,6 +62,8 @@ const args = parseTrialArgs(process.argv.slice(2), {
 connectTestCluster();
 const { timeoutMs, out } = args;
 const scenarios = args.scenarios.map((name) => SCENARIO_LIST.find((s) => s.name === name)!);
+/** With --append, this run's trials are numbered after those the record holds. */
+const earlierTrials = recordedTrials(out);
 
 /** One failover in a namespace of its own, from the leader's stop to the standby's lead (or the timeout). */
 async function runTrial(scenario: KopfScenarioSpec, withLeaderhook: boolean, trial: number): Promise<TrialRecord> {
@@ -104,7 +106,7 @@ async function runTrial(scenario: KopfScenarioSpec, withLeaderhook: boolean, tri
 async function runLoop(scenario: KopfScenarioSpec, withLeaderhook: boolean): Promise<void> {
   const count = args.trialsOf(scenario.name);
   for (let trial = 1; trial <= count; trial++) {
-    const record = await runTrial(scenario, withLeaderhook, trial);
+    const record = await runTrial(scenario, withLeaderhook, earlierTrials(scenario.name, withLeaderhook) + trial);
     appendFileSync(out, `${JSON.stringify(record)}\n`);
     const newLeader = record.newLeaderMs === undefined ? `never within ${timeoutMs / 1000} s` : `${(record.newLeaderMs / 1000).toFixed(2)} s`;
     const freed = record.lockFreedMs === undefined ? 'never' : `${(record.lockFreedMs / 1000).toFixed(2)} s (${record.freedBy})`;
@@ -116,8 +118,7 @@ async function runLoop(scenario: KopfScenarioSpec, withLeaderhook: boolean): Pro
 
 async function main(): Promise<void> {
   const run = runRecord('bench:kopf', process.argv.slice(2), timeoutMs);
-  writeFileSync(out, `${JSON.stringify(run)}\n`);
-  say(`recording to ${out}`);
+  startRecord(args, run);
   kubectl(['apply', '--server-side', '-f', 'test/operators/manifests/kopf-peering-crds.yaml']);
   kubectl(['wait', '--for=condition=Established', '--timeout=30s', 'crd/kopfpeerings.kopf.dev', 'crd/clusterkopfpeerings.kopf.dev']);
   say('installing leaderhook (deploy/)');

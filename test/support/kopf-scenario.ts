@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CustomObjectsApi, type V1Lease, type V1PodSpec, type V1Role, type V1RoleBinding, type V1StatefulSet, Watch } from '@kubernetes/client-node';
 import { core, createTestNamespace, kubeConfig, rbac } from './kube.ts';
-import { grantKopfPeering, grantReleaseHook, INJECTION_LABEL, kubectl } from './leaderhook.ts';
+import { failByDeadline, grantKopfPeering, grantReleaseHook, INJECTION_LABEL, kubectl } from './leaderhook.ts';
 import { applyOperatorRbac, kopfPeering, OPERATOR_CONTAINER, operatorObjects, RELEASE_HOOK_CONTAINER, record } from './operators.ts';
 import type { Recording } from './recorder.ts';
 import { type Heartbeat, heartbeats, hookSigtermLine, logOf, operatorExited, podGone, releaseEvents, waitForRecorded } from './recording.ts';
@@ -328,11 +328,7 @@ export async function failLeaderByDeadline({ namespace, recording, peering, lead
       70_000,
     );
   }
-  const pod = await core.readNamespacedPod({ name: LEADER, namespace });
-  const running = Math.ceil((Date.now() - new Date(pod.status?.startTime ?? Date.now()).getTime()) / 1000);
-  const deadlineSet = Date.now();
-  kubectl(['-n', namespace, 'patch', 'pod', LEADER, '--type=merge', '-p', JSON.stringify({ spec: { activeDeadlineSeconds: running + 1 } })]);
-  return deadlineSet;
+  return failByDeadline(namespace, LEADER);
 }
 
 /** Which hook rule removed the leader's entry, from the LeaderLockReleased Event on its pod; undefined when no hook did. */

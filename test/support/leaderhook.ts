@@ -322,6 +322,21 @@ export function holdTerminating(namespace: string, pod: string): void {
   kubectl(['-n', namespace, 'patch', 'pod', pod, '--type=merge', '-p', JSON.stringify({ metadata: { finalizers: [HOLD_FINALIZER] } })]);
 }
 
+/**
+ * Fails `pod` by its kubelet without deleting it: activeDeadlineSeconds set
+ * to one second past its running time (a pod's deadline may be set or
+ * lowered on a live pod), so the kubelet kills its containers and the pod
+ * ends Failed (DeadlineExceeded) and stays, as an evicted or shut-down pod
+ * does. Resolves with when the deadline was set: the trial's time zero.
+ */
+export async function failByDeadline(namespace: string, pod: string): Promise<number> {
+  const read = await core.readNamespacedPod({ name: pod, namespace });
+  const running = Math.ceil((Date.now() - new Date(read.status?.startTime ?? Date.now()).getTime()) / 1000);
+  const deadlineSet = Date.now();
+  kubectl(['-n', namespace, 'patch', 'pod', pod, '--type=merge', '-p', JSON.stringify({ spec: { activeDeadlineSeconds: running + 1 } })]);
+  return deadlineSet;
+}
+
 /** Lets a held pod go; a pod already gone is fine. */
 export function releaseTerminating(namespace: string, pod: string): void {
   try {

@@ -121,9 +121,47 @@ test('the same record in another line order renders the same bytes', async () =>
   assert.equal(await renderSvg(shuffled), await renderSvg(meets));
 });
 
-test('a record needs exactly one run line', () => {
-  assert.throws(() => renderMarkdown(trialsIn(meets)), /exactly one "run" line; this one has 0/);
-  assert.throws(() => renderMarkdown([...meets, meets[0]!]), /this one has 2/);
+test('a record starts with its run line', () => {
+  assert.throws(() => renderMarkdown(trialsIn(meets)), /starts with its "run" line; this one does not/);
+  assert.throws(() => renderMarkdown([...trialsIn(meets), meets[0]!]), /starts with its "run" line/);
+});
+
+/** meets with a second run, as --append adds one: two more trials of lfl-rollout with leaderhook, numbered on. */
+function appended(timeoutMs = 60_000): FailoverRecord[] {
+  const run = meets[0]! as Extract<FailoverRecord, { kind: 'run' }>;
+  const lfl = trialsIn(meets).filter((trial) => trial.scenario === 'lfl-rollout' && trial.withLeaderhook);
+  const more = lfl.slice(0, 2).map((trial, i) => ({ ...trial, trial: lfl.length + i + 1 }));
+  const second = {
+    ...run,
+    command: 'npm run bench:failover -- --scenario lfl-rollout --trials 2 --out meets.jsonl --append',
+    startedAt: '2026-12-02T09:00:00.000Z',
+    finishedAt: '2026-12-02T09:03:00.000Z',
+    timeoutMs,
+  };
+  return [...meets, second, ...more];
+}
+
+test('a record with a run --append added names both commands and runs, and counts every trial', () => {
+  const markdown = renderMarkdown(appended());
+  const lines = markdown.split('\n');
+  assert.deepEqual(lines.slice(4, 8), [
+    '```sh',
+    'npm run bench:failover -- --trials 5',
+    'npm run bench:failover -- --scenario lfl-rollout --trials 2 --out meets.jsonl --append',
+    '```',
+  ]);
+  assert.equal(lines[9], '2 runs, 28 trials:');
+  assert.equal(lines[11], '- 2026-12-01 08:00:00 UTC to 2026-12-01 08:41:30 UTC (41 min 30 s): 26 trials. Machine: Kubernetes v1.34.4, one node, 2 cores.');
+  assert.equal(lines[12], '- 2026-12-02 09:00:00 UTC to 2026-12-02 09:03:00 UTC (3 min 0 s): 2 trials. Machine: Kubernetes v1.34.4, one node, 2 cores.');
+  const before = Number(rowOf(section(renderMarkdown(meets), 'lfl-rollout'), 'new leader')[1]);
+  assert.equal(Number(rowOf(section(markdown, 'lfl-rollout'), 'new leader')[1]), before + 2, 'the appended trials are in the table');
+});
+
+test('the runs of a record share one timeout', () => {
+  assert.throws(
+    () => renderMarkdown(appended(30_000)),
+    /share one timeout; "npm run bench:failover -- --scenario lfl-rollout .*" has 30000 ms, the first 60000 ms/,
+  );
 });
 
 const parseSvg = (svg: string) => new DOMParser({ onError: onWarningStopParsing }).parseFromString(svg, 'image/svg+xml').documentElement!;
