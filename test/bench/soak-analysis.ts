@@ -43,6 +43,10 @@ export interface SoakCheckRecord {
   namespace: string;
   withLeaderhook: boolean;
   splitBrain: number;
+  /** Stretches of the lock's history the recorder could not see (a watch relisted, as after an API server restart): the checker cannot vouch for them. */
+  unobserved?: number;
+  /** The split-brain checker's kinds of what it found, where it found any. */
+  splitBrainKinds?: string[];
   lockHeldByDeadPod: number;
   /** The longest stretch of the window with nobody holding the lock. */
   leaderlessMs: number;
@@ -247,6 +251,7 @@ export interface FaultCounts {
 export interface ModeTotals {
   checks: number;
   splitBrain: number;
+  unobserved: number;
   lockHeldByDeadPod: number;
   /** Undefined where no check ran in that mode. */
   longestLeaderlessMs?: number;
@@ -290,6 +295,7 @@ function modeTotals(checks: readonly SoakCheckRecord[]): ModeTotals {
   return {
     checks: checks.length,
     splitBrain: sum((check) => check.splitBrain),
+    unobserved: sum((check) => check.unobserved ?? 0),
     lockHeldByDeadPod: sum((check) => check.lockHeldByDeadPod),
     ...(checks.length > 0 ? { longestLeaderlessMs: Math.max(...checks.map((check) => check.leaderlessMs)) } : {}),
   };
@@ -299,7 +305,8 @@ function modeTotals(checks: readonly SoakCheckRecord[]): ModeTotals {
  * Restarts seen as a rise of restartCount between two samples of a container.
  * One is the soak's doing if an applied fault that restarts that kind of
  * container hit that pod between `windowMs` before the previous sample and
- * this one; each fault accounts for one restart. The first sample of a
+ * this one; each fault accounts for one restart, but a cluster-wide fault
+ * (the API server's restart) for any number, in any pod. The first sample of a
  * container is its baseline: restarts before the soak saw it are not counted.
  */
 function restartsOf(records: readonly SoakRecord[], windowMs: number): { caused: number; uncaused: ContainerRestart[] } {
@@ -320,15 +327,13 @@ function restartsOf(records: readonly SoakRecord[], windowMs: number): { caused:
     for (let i = 0; i < sample.restarts - previous.restarts; i++) {
       const cause = restarting.find(
         (fault) =>
-          !used.has(fault) &&
-          fault.namespace === sample.namespace &&
-          fault.target === sample.pod &&
+          (soakFaultText(fault.fault)?.scope === 'cluster' || (!used.has(fault) && fault.namespace === sample.namespace && fault.target === sample.pod)) &&
           soakFaultText(fault.fault)?.restarts === kind &&
           fault.atMs > previous.atMs - windowMs &&
           fault.atMs <= sample.atMs,
       );
       if (cause) {
-        used.add(cause);
+        if (soakFaultText(cause.fault)?.scope !== 'cluster') used.add(cause);
         caused++;
       } else {
         uncaused.push({ namespace: sample.namespace, pod: sample.pod, container: sample.container, kind, seenAtMs: sample.atMs });

@@ -14,7 +14,12 @@ export interface SoakFaultText {
   scope: FaultScope;
   /** Only a namespace with leaderhook has a hook to kill. */
   needsLeaderhook?: true;
-  /** The kind of container the kubelet restarts after this fault: such a restart is the soak's doing, not a finding. */
+  /**
+   * The kind of container the kubelet restarts after this fault: such a
+   * restart is the soak's doing, not a finding. A target fault restarts that
+   * container of the pod it hit, once; a cluster-wide one may restart any
+   * number of them anywhere (an operator that exits when it loses the API server).
+   */
   restarts?: 'operator' | 'hook';
 }
 
@@ -26,7 +31,7 @@ export const SOAK_FAULTS = {
   evict: { description: 'leader pod evicted', scope: 'target' },
   'kill-hook': { description: "leader's release hook killed (SIGKILL)", scope: 'target', needsLeaderhook: true, restarts: 'hook' },
   'delete-webhook-replica': { description: 'webhook replica deleted', scope: 'cluster' },
-  'restart-apiserver': { description: 'API server restarted', scope: 'cluster' },
+  'restart-apiserver': { description: 'API server restarted', scope: 'cluster', restarts: 'operator' },
 } as const satisfies Record<string, SoakFaultText>;
 
 export type SoakFault = keyof typeof SOAK_FAULTS;

@@ -23,7 +23,7 @@ import {
   soakTotals,
 } from './soak-analysis.ts';
 import { soakFaultText } from './soak-plan.ts';
-import { median } from './stats.ts';
+import { median, percentile } from './stats.ts';
 import { row, runSpan } from './report-format.ts';
 
 /** Two decimals, without the "-0.00" of a slope a hair under zero. */
@@ -77,6 +77,17 @@ function zeroTarget(target: string, totals: SoakTotals, pick: (mode: ModeTotals)
   };
 }
 
+/** As zeroTarget, and where a watch had to relist, how many stretches the checker could not see. */
+function splitBrainTarget(totals: SoakTotals): SoakTargetResult {
+  const result = zeroTarget('0 split brain', totals, (mode) => mode.splitBrain);
+  const { withLeaderhook: withHook, withoutLeaderhook: without } = totals;
+  if (withHook.unobserved + without.unobserved === 0) return result;
+  return {
+    ...result,
+    measured: `${result.measured}; not seen, a watch having relisted: ${withHook.unobserved} stretches with leaderhook, ${without.unobserved} without`,
+  };
+}
+
 function leaderlessTarget(totals: SoakTotals): SoakTargetResult {
   const target = 'no operator without a leader for longer than without leaderhook';
   const withHook = totals.withLeaderhook.longestLeaderlessMs;
@@ -104,7 +115,7 @@ function restartTarget(totals: SoakTotals, sampled: boolean): SoakTargetResult {
   const ours = totals.uncausedRestarts.filter((restart) => restart.kind !== 'operator').length;
   return {
     target: 'no hook or webhook restart but those a fault caused',
-    measured: `${ours} not caused by a fault (${totals.causedRestarts} restarts caused by a crash or kill fault)`,
+    measured: `${ours} not caused by a fault (${totals.causedRestarts} restarts caused by a crash, kill or API server restart)`,
     verdict: !sampled ? 'not measured' : ours === 0 ? 'met' : 'not met',
   };
 }
@@ -112,7 +123,7 @@ function restartTarget(totals: SoakTotals, sampled: boolean): SoakTargetResult {
 function targets(records: readonly SoakRecord[], totals: SoakTotals, leaks: Record<'hook' | 'webhook', LeakResult[]>): SoakTargetResult[] {
   const watched = records.some((record) => record.kind === 'watch');
   return [
-    zeroTarget('0 split brain', totals, (mode) => mode.splitBrain),
+    splitBrainTarget(totals),
     zeroTarget('0 lock left held by a pod that can never run', totals, (mode) => mode.lockHeldByDeadPod),
     leaderlessTarget(totals),
     memoryTarget('hook', leaks.hook),
@@ -152,6 +163,20 @@ function memoryTable(leaks: Record<'hook' | 'webhook', LeakResult[]>): string[] 
         steepest === undefined ? 'not measured' : grows ? '**grows**' : 'flat',
       ]),
     );
+  }
+  return lines;
+}
+
+/**
+ * Every working-set sample of each kind of container, as the kubelet and the
+ * scheduler count memory: what the hook's requests and limit are held against.
+ */
+function workingSetTable(records: readonly SoakRecord[]): string[] {
+  const lines = [row(['container', 'samples', 'working set MiB p50', 'p99', 'max']), row(['---', '---:', '---:', '---:', '---:'])];
+  for (const kind of ['hook', 'webhook'] as const) {
+    const mib = [...memorySeries(records, kind).values()].flat().map((sample) => sample.bytes / 2 ** 20);
+    const cell = (p: number) => (mib.length === 0 ? '—' : percentile(mib, p).toFixed(1));
+    lines.push(row([KIND_LABELS[kind], mib.length, cell(50), cell(99), mib.length === 0 ? '—' : Math.max(...mib).toFixed(1)]));
   }
   return lines;
 }
@@ -216,6 +241,10 @@ export function renderSoakMarkdown(records: readonly SoakRecord[]): string {
     `A run shorter than ${MIN_SLOPE_SPAN_MS / 60_000} min is not judged.`,
     '',
     ...memoryTable(leaks),
+    '',
+    'Every sample of the working set over the run (cgroup usage less inactive file pages: the figure the kubelet evicts by):',
+    '',
+    ...workingSetTable(records),
     '',
     ...findings(totals, leaks),
   ];

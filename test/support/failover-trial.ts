@@ -11,7 +11,16 @@ import type { V1Lease } from '@kubernetes/client-node';
 import { core } from './kube.ts';
 import { waitFor } from './wait.ts';
 import { deleteNamespaceAndWait, grantReleaseHook, INJECTION_LABEL } from './leaderhook.ts';
-import { applyOperatorRbac, createOperator, type LeaderLock, leaderLockOf, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER, record } from './operators.ts';
+import {
+  applyOperatorRbac,
+  createOperator,
+  type LeaderLock,
+  leaderLockOf,
+  OPERATOR_CONTAINER,
+  type OperatorOptions,
+  RELEASE_HOOK_CONTAINER,
+  record,
+} from './operators.ts';
 import { heartbeats, hookSignalTime, lastRenewal, logOf, loggedBy, operatorExited, releaseEvents, waitForRecorded } from './recording.ts';
 import { type Mark, mark } from './timeline.ts';
 import { waitForNewLeaderRunning, waitForTakeover } from './takeover.ts';
@@ -45,6 +54,7 @@ export async function createOperatorsNamespace(
     labels = {},
     injectionLabel = INJECTION_LABEL,
     podNameFromWebhook = withLeaderhook,
+    operatorOptions = {},
   }: {
     withLeaderhook: boolean;
     operators: readonly OperatorName[];
@@ -53,6 +63,8 @@ export async function createOperatorsNamespace(
     injectionLabel?: Record<string, string>;
     /** Leave POD_NAME to the webhook (the manifests' own removed); by default with leaderhook. */
     podNameFromWebhook?: boolean;
+    /** Extra arguments and pod annotations of every operator. */
+    operatorOptions?: Pick<OperatorOptions, 'extraArgs' | 'annotations'>;
   },
 ): Promise<OperatorsNamespace> {
   await deleteNamespaceAndWait(name);
@@ -65,7 +77,7 @@ export async function createOperatorsNamespace(
   const recording = await record(name, withLeaderhook ? [OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER] : [OPERATOR_CONTAINER]);
   await applyOperatorRbac(name);
   if (withLeaderhook) await grantReleaseHook(name, 'test-operator');
-  for (const operator of operators) await createOperator(name, operator, { shape: 'deployment', withoutPodNameEnv: podNameFromWebhook });
+  for (const operator of operators) await createOperator(name, operator, { ...operatorOptions, shape: 'deployment', withoutPodNameEnv: podNameFromWebhook });
   return { name, withLeaderhook, recording };
 }
 

@@ -185,20 +185,45 @@ test('faults are counted per kind and mode, cluster-wide ones apart, skipped one
   ]);
 });
 
-test('split brain, locks held by dead pods and the longest leaderless stretch are totalled per mode', () => {
-  const check = (withLeaderhook: boolean, splitBrain: number, lockHeldByDeadPod: number, leaderlessMs: number): SoakRecord => ({
+test('split brain, unobserved stretches, locks held by dead pods and the longest leaderless stretch are totalled per mode', () => {
+  const check = (withLeaderhook: boolean, splitBrain: number, lockHeldByDeadPod: number, leaderlessMs: number, unobserved?: number): SoakRecord => ({
     kind: 'check',
     atMs: 0,
     namespace: withLeaderhook ? 'with' : 'without',
     withLeaderhook,
     splitBrain,
+    ...(unobserved === undefined ? {} : { unobserved }),
     lockHeldByDeadPod,
     leaderlessMs,
   });
-  const totals = soakTotals([check(true, 0, 0, 900), check(true, 1, 0, 300), check(false, 2, 1, 17_000), check(false, 0, 1, 0)]);
-  assert.deepEqual(totals.withLeaderhook, { checks: 2, splitBrain: 1, lockHeldByDeadPod: 0, longestLeaderlessMs: 900 });
-  assert.deepEqual(totals.withoutLeaderhook, { checks: 2, splitBrain: 2, lockHeldByDeadPod: 2, longestLeaderlessMs: 17_000 });
-  assert.deepEqual(soakTotals([check(true, 0, 0, 5)]).withoutLeaderhook, { checks: 0, splitBrain: 0, lockHeldByDeadPod: 0 });
+  const totals = soakTotals([check(true, 0, 0, 900, 2), check(true, 1, 0, 300), check(false, 2, 1, 17_000, 1), check(false, 0, 1, 0, 0)]);
+  assert.deepEqual(totals.withLeaderhook, { checks: 2, splitBrain: 1, unobserved: 2, lockHeldByDeadPod: 0, longestLeaderlessMs: 900 });
+  assert.deepEqual(totals.withoutLeaderhook, { checks: 2, splitBrain: 2, unobserved: 1, lockHeldByDeadPod: 2, longestLeaderlessMs: 17_000 });
+  assert.deepEqual(soakTotals([check(true, 0, 0, 5)]).withoutLeaderhook, { checks: 0, splitBrain: 0, unobserved: 0, lockHeldByDeadPod: 0 });
+});
+
+test("an API server restart explains any number of operator restarts, in any pod, within the window; not a hook's", () => {
+  const hook = 'leaderhook-release';
+  const totals = soakTotals([
+    sample(0, 'p', 'operator', 0),
+    sample(0, 'q', 'operator', 0),
+    sample(0, 'p', hook, 0),
+    fault(5_000, 'restart-apiserver', 'kube-apiserver', { namespace: '' }),
+    sample(60_000, 'p', 'operator', 2),
+    sample(60_000, 'q', 'operator', 1),
+    sample(60_000, 'p', hook, 1),
+    // a restart seen more than a window after the fault is not its doing
+    sample(130_000, 'q', 'operator', 1),
+    sample(200_000, 'q', 'operator', 2),
+  ]);
+  assert.equal(totals.causedRestarts, 3);
+  assert.deepEqual(
+    totals.uncausedRestarts.map((restart) => [restart.pod, restart.kind, restart.seenAtMs]),
+    [
+      ['p', 'hook', 60_000],
+      ['q', 'operator', 200_000],
+    ],
+  );
 });
 
 test('a watch is left down when its last record is down and its pod ran on after it', () => {

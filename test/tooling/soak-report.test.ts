@@ -50,6 +50,17 @@ test('split brain or a lock held by a dead pod with leaderhook turns its target;
   assert.equal(targetRow(withHook, '0 lock left held by a pod that can never run')[2], '**not met**');
 });
 
+test('stretches a relisted watch left unseen are told beside the split brain, and do not turn it', () => {
+  const markdown = renderSoakMarkdown([
+    ...sample,
+    { kind: 'check', atMs: 2_000_000, namespace: 'soak-with', withLeaderhook: true, splitBrain: 0, unobserved: 2, lockHeldByDeadPod: 0, leaderlessMs: 0 },
+  ]);
+  assert.deepEqual(targetRow(markdown, '0 split brain').slice(1), [
+    '0 in 4 checks with leaderhook (0 in 2 without); not seen, a watch having relisted: 2 stretches with leaderhook, 0 without',
+    'met',
+  ]);
+});
+
 test('leaderless longer with leaderhook than without, and a watch left down, are not met', () => {
   const markdown = renderSoakMarkdown([
     ...sample,

@@ -1,0 +1,98 @@
+/**
+ * The soak's faults, each done to the local cluster as it happens to a real
+ * one (test/bench/soak-plan.ts decides which and when): the leader pod
+ * deleted or evicted through the Eviction API, a rollout restart, the
+ * leader's operator or release hook container killed by its PID (SIGKILL, as
+ * a crash or an OOM kill; the kubelet restarts it in the same pod), a webhook
+ * replica deleted, the API server killed and started again. A fault with
+ * nothing to hit at its moment (no leader, the leader already going) is
+ * skipped and recorded so, never moved to another target.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import { containerStatus } from '../support/container-runs.ts';
+import { killAndRestartApiServer, servingPod, WEBHOOK_NAMESPACE, webhookPods } from '../support/faults.ts';
+import { core } from '../support/kube.ts';
+import { kubectl } from '../support/leaderhook.ts';
+import { OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
+import { containerPid } from './container-cgroup.ts';
+import type { SoakFaultRecord } from './soak-analysis.ts';
+import type { SoakFault } from './soak-plan.ts';
+
+/** What a fault needs to know of its namespace at its moment. */
+export interface FaultTarget {
+  namespace: string;
+  withLeaderhook: boolean;
+  /** The Deployment of the namespace's operator. */
+  deployment: string;
+  /** The pod leading now (LeaderTracker), if any. */
+  leader: string | undefined;
+  /** The pod as the recording last saw it. */
+  podNow: (name: string) => V1Pod | undefined;
+}
+
+export type FaultOutcome = Pick<SoakFaultRecord, 'target' | 'outcome' | 'detail'>;
+
+const skipped = (target: string, detail: string): FaultOutcome => ({ target, outcome: 'skipped', detail });
+
+/** The leader pod, if there is one to hit: running and not already being deleted. */
+function leaderToHit(on: FaultTarget): { pod: V1Pod; name: string } | FaultOutcome {
+  if (!on.leader) return skipped('', 'no leader at that moment');
+  const pod = on.podNow(on.leader);
+  if (!pod || pod.metadata?.deletionTimestamp) return skipped(on.leader, 'the leader pod was already going');
+  return { pod, name: on.leader };
+}
+
+/** SIGKILL to `container`'s process in the leader pod, by its PID on its node. */
+function killContainer(on: FaultTarget, container: string): FaultOutcome {
+  const hit = leaderToHit(on);
+  if ('outcome' in hit) return hit;
+  const status = containerStatus(hit.pod, container);
+  if (!status?.containerID || !status.state?.running) return skipped(hit.name, `its ${container} container was not running`);
+  let pid: number;
+  try {
+    pid = containerPid(status.containerID, hit.pod.spec?.nodeName);
+  } catch (error) {
+    return skipped(hit.name, (error as Error).message);
+  }
+  process.kill(pid, 'SIGKILL');
+  return { target: hit.name, outcome: 'applied', detail: `${container} PID ${pid}, restart count was ${status.restartCount}` };
+}
+
+/** Applies one fault of a namespace (`on`) or of the whole cluster (`on` undefined). */
+export async function applyFault(fault: SoakFault, on: FaultTarget | undefined): Promise<FaultOutcome> {
+  switch (fault) {
+    case 'restart-apiserver': {
+      const killedAt = Date.now();
+      await killAndRestartApiServer();
+      return { target: 'kube-apiserver', outcome: 'applied', detail: `answering again after ${((Date.now() - killedAt) / 1000).toFixed(1)} s` };
+    }
+    case 'delete-webhook-replica': {
+      const serving = (await webhookPods()).filter(servingPod).sort((a, b) => (a.metadata!.name! < b.metadata!.name! ? -1 : 1));
+      const [pod] = serving;
+      if (!pod) return skipped('', 'no webhook replica serving');
+      await core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace: WEBHOOK_NAMESPACE });
+      return { target: pod.metadata!.name!, outcome: 'applied', detail: `${serving.length} replicas were serving` };
+    }
+    case 'rollout-restart':
+      kubectl(['-n', on!.namespace, 'rollout', 'restart', `deployment/${on!.deployment}`]);
+      return { target: on!.deployment, outcome: 'applied' };
+    case 'crash-operator':
+      return killContainer(on!, OPERATOR_CONTAINER);
+    case 'kill-hook':
+      return killContainer(on!, RELEASE_HOOK_CONTAINER);
+    case 'delete-leader':
+    case 'evict': {
+      const hit = leaderToHit(on!);
+      if ('outcome' in hit) return hit;
+      const { namespace } = on!;
+      if (fault === 'delete-leader') await core.deleteNamespacedPod({ name: hit.name, namespace });
+      else
+        await core.createNamespacedPodEviction({
+          name: hit.name,
+          namespace,
+          body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: hit.name, namespace } },
+        });
+      return { target: hit.name, outcome: 'applied' };
+    }
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * What the soak samples every minute: each running container's working set as
+ * the kubelet counts it (its cgroup, container-cgroup.ts) with its restart
+ * count, and each release hook's `leaderhook_hook_watch_up` from its metrics
+ * endpoint (the soak's pods ask for one with leaderhook.io/hook-metrics-port).
+ * A container that ends between the list and the read is simply not sampled
+ * that minute.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import { core } from '../support/kube.ts';
+import { RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
+import { cgroupDirsOf, containerPids, readCgroup } from './container-cgroup.ts';
+import type { SoakSampleRecord, SoakWatchRecord } from './soak-analysis.ts';
+
+/** The port the soak's hooks serve their metrics on. */
+export const HOOK_METRICS_PORT = 9464;
+
+/** The working set and restart count of every running container of `namespace`'s pods. */
+export async function sampleContainers(namespace: string, atMs: number): Promise<SoakSampleRecord[]> {
+  const pods = (await core.listNamespacedPod({ namespace })).items;
+  const tasks = new Map<string, Map<string, number>>();
+  const samples: SoakSampleRecord[] = [];
+  for (const pod of pods) {
+    const node = pod.spec?.nodeName ?? '';
+    for (const status of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) {
+      const id = status.containerID?.replace(/^containerd:\/\//, '');
+      if (!id || !status.state?.running) continue;
+      try {
+        if (!tasks.has(node)) tasks.set(node, containerPids(pod.spec?.nodeName));
+        const pid = tasks.get(node)!.get(id);
+        if (pid === undefined) continue;
+        const { workingSetBytes } = readCgroup(cgroupDirsOf(pid));
+        samples.push({ kind: 'sample', atMs, pod: pod.metadata!.name!, container: status.name, namespace, workingSetBytes, restarts: status.restartCount });
+      } catch {
+        // ended between the list and the read
+      }
+    }
+  }
+  return samples;
+}
+
+/** `leaderhook_hook_watch_up{watch="…"} 1` lines of a metrics page, by watch. */
+export function watchStates(metrics: string): Map<string, boolean> {
+  const states = new Map<string, boolean>();
+  for (const match of metrics.matchAll(/^leaderhook_hook_watch_up\{watch="([^"]+)"\} (\S+)$/gm)) states.set(match[1]!, Number(match[2]) === 1);
+  return states;
+}
+
+/** Each hook's watches, read from its metrics; a hook that does not answer in 2 s gives none this time. */
+export async function hookWatches(namespace: string, atMs: number): Promise<SoakWatchRecord[]> {
+  const pods = (await core.listNamespacedPod({ namespace })).items.filter(
+    (pod: V1Pod) => pod.status?.podIP && !pod.metadata?.deletionTimestamp && pod.spec?.initContainers?.some((c) => c.name === RELEASE_HOOK_CONTAINER),
+  );
+  const records: SoakWatchRecord[] = [];
+  await Promise.all(
+    pods.map(async (pod) => {
+      try {
+        const response = await fetch(`http://${pod.status!.podIP}:${HOOK_METRICS_PORT}/metrics`, { signal: AbortSignal.timeout(2_000) });
+        for (const [watch, up] of watchStates(await response.text())) records.push({ kind: 'watch', atMs, pod: pod.metadata!.name!, watch, up });
+      } catch {
+        // starting, stopping, or restarting after a kill: the next minute reads it
+      }
+    }),
+  );
+  return records;
+}

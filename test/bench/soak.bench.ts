@@ -1,0 +1,317 @@
+/**
+ * `npm run bench:soak`: hours of random faults on operators with leaderhook
+ * and without, side by side, on the local cluster; nothing may be lost.
+ *
+ *   npm run bench:soak -- [--duration 2h] [--seed N] [--mean-interval 30s] [--operators lfl-operator,...] [--out FILE] [--docs DIR]
+ *
+ * Each operator of test/operators (kopf aside: its peering is no lock this
+ * recorder follows, and its own e2e and bench cover it) runs as a Deployment
+ * of 2 in two namespaces, one opted in to leaderhook and one not. A seeded
+ * schedule (soak-plan.ts) hits them with bench:faults' faults at random
+ * (soak-faults.ts); meanwhile the soak looks every second at who leads each
+ * namespace (soak-leaders.ts), samples every minute each container's working
+ * set and restarts and each hook's watches (soak-samples.ts), and every five
+ * minutes runs the split-brain checker over each namespace's recording. The
+ * record (soak-analysis.ts: run, fault, check, sample and watch lines) goes
+ * to --out as it happens; docs/soak.md is rendered from it at the end (--docs).
+ * The last part of the run has no faults, so the last check sees every
+ * operator settled. Runs inside the cluster's network namespace (the npm
+ * script enters it); stops by itself, and on SIGINT or SIGTERM cleans up.
+ */
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { createOperatorsNamespace, lockOf, type OperatorName, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
+import { clusterProcessFaultsUnavailable, WEBHOOK_NAMESPACE } from '../support/faults.ts';
+import { connectTestCluster } from '../support/kube.ts';
+import { deleteNamespaceAndWait, installLeaderhook } from '../support/leaderhook.ts';
+import { say } from '../support/progress.ts';
+import { splitBrainViolations } from '../support/recording.ts';
+import { type LeaderObservation, leaderGaps, parseSoakRecords, type SoakCheckRecord, type SoakRecord, type SoakRunRecord } from './soak-analysis.ts';
+import { applyFault } from './soak-faults.ts';
+import { LeaderTracker } from './soak-leaders.ts';
+import { CLUSTER_TARGET, parseDurationMs, planSoak, type SoakFault } from './soak-plan.ts';
+import { writeSoakReport } from './soak-report.ts';
+import { HOOK_METRICS_PORT, hookWatches, sampleContainers } from './soak-samples.ts';
+
+const OPERATORS: readonly OperatorName[] = ['lfl-operator', 'lease-operator', 'client-go-operator', 'josdk-operator'];
+
+/**
+ * How often each fault is drawn, relative to the others: the failovers users
+ * meet most (a pod deleted, a rollout, an eviction, a crash) most often; the
+ * cluster-wide ones rarely, as they are rare and hit every namespace at once.
+ */
+const FAULT_WEIGHTS: readonly { fault: SoakFault; weight: number }[] = [
+  { fault: 'delete-leader', weight: 3 },
+  { fault: 'rollout-restart', weight: 2 },
+  { fault: 'crash-operator', weight: 2 },
+  { fault: 'evict', weight: 2 },
+  { fault: 'kill-hook', weight: 1 },
+  { fault: 'delete-webhook-replica', weight: 1 },
+  { fault: 'restart-apiserver', weight: 0.5 },
+];
+
+/** A namespace is hit at most once in this long: a rollout of the JVM operator takes about a minute. */
+const TARGET_COOLDOWN_MS = 120_000;
+/** The webhook's replacement replica ready and every watch reconnected before the next cluster-wide fault. */
+const CLUSTER_COOLDOWN_MS = 180_000;
+const SETTLE_MS = 180_000;
+const LOOK_EVERY_MS = 1_000;
+const SAMPLE_EVERY_MS = 60_000;
+const CHECK_EVERY_MS = 300_000;
+/** The soak's operators write a heartbeat every 500 ms, not the 100 ms of the trials: hours of them are held in memory. */
+const HEARTBEAT_INTERVAL = '500ms';
+
+const usage = `usage: npm run bench:soak -- [--duration 2h] [--seed N] [--mean-interval 30s] [--operators LIST] [--out FILE] [--docs DIR]
+
+  --duration D       how long faults are applied, then ${SETTLE_MS / 60_000} min without (default 2h; 90m, 1h30m, 5m)
+  --seed N           the fault schedule's seed, a 32-bit integer (default: drawn; the record keeps it to run the same again)
+  --mean-interval D  the mean time between two faults (default 30s)
+  --operators LIST   comma-separated, of ${OPERATORS.join(', ')} (default all)
+  --out FILE         the record, one JSON line per fault, check, sample and watch (default: a new file in /tmp)
+  --docs DIR         where soak.md is rendered at the end (default: none)
+`;
+
+function parseSoakArgs(argv: readonly string[]) {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      duration: { type: 'string', default: '2h' },
+      seed: { type: 'string' },
+      'mean-interval': { type: 'string', default: '30s' },
+      operators: { type: 'string', default: OPERATORS.join(',') },
+      out: { type: 'string' },
+      docs: { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(usage);
+    process.exit(0);
+  }
+  const durationMs = parseDurationMs(values.duration);
+  const meanIntervalMs = parseDurationMs(values['mean-interval']);
+  const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
+  if (!Number.isInteger(seed) || seed < 0 || seed >= 2 ** 32) throw new Error(`--seed must be a whole number from 0 to 2^32 - 1, got ${values.seed}`);
+  const operators = values.operators.split(',').map((name) => name.trim());
+  for (const name of operators) if (!OPERATORS.includes(name as OperatorName)) throw new Error(`--operators: "${name}" is not one of ${OPERATORS.join(', ')}`);
+  if (new Set(operators).size !== operators.length) throw new Error(`--operators names one twice: ${values.operators}`);
+  const out = values.out ?? `/tmp/leaderhook-soak-${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`;
+  if (existsSync(out)) throw new Error(`--out ${out} exists: the record of another run is never written over`);
+  return { durationMs, meanIntervalMs, seed, operators: operators as OperatorName[], out, docs: values.docs };
+}
+
+let args: ReturnType<typeof parseSoakArgs>;
+try {
+  args = parseSoakArgs(process.argv.slice(2));
+} catch (error) {
+  process.stderr.write(`bench:soak: ${(error as Error).message}\n\n${usage}`);
+  process.exit(2);
+}
+// options first: --help and a bad option answer on any machine
+connectTestCluster();
+
+interface SoakNamespace extends OperatorsNamespace {
+  operator: OperatorName;
+  tracker: LeaderTracker;
+  /** The leader at the last look, which a fault hits. */
+  leader: string | undefined;
+  observations: LeaderObservation[];
+  /** Holders newly counted as left held since the last check. */
+  leftHeld: string[];
+  /** The newest revision the last check covered: the next one's window starts after it. */
+  checkedRv: bigint;
+  lastCheckMs: number;
+}
+
+const write = (record: SoakRecord) => appendFileSync(args.out, `${JSON.stringify(record)}\n`);
+
+function newestRv(ns: OperatorsNamespace): bigint {
+  let rv = 0n;
+  for (const list of [ns.recording.configMaps, ns.recording.leases, ns.recording.pods]) for (const event of list) if (event.rv > rv) rv = event.rv;
+  return rv;
+}
+
+/** The split-brain checker over the window since the last check, the dead holders counted in it, and its longest leaderless stretch. */
+function check(ns: SoakNamespace, atMs: number): SoakCheckRecord {
+  const upTo = newestRv(ns);
+  const found = splitBrainViolations(ns.recording, lockOf(ns.operator)).filter((v) => v.firstRv > ns.checkedRv);
+  // a stretch a relisted watch could not see is no split brain seen, and no proof of none
+  const seen = found.filter((v) => v.kind !== 'unobserved');
+  const gaps = leaderGaps(ns.observations, atMs).get(ns.name) ?? [];
+  const leaderlessMs = Math.max(0, ...gaps.filter((gap) => gap.open || gap.toMs > ns.lastCheckMs).map((gap) => gap.ms));
+  const record: SoakCheckRecord = {
+    kind: 'check',
+    atMs,
+    namespace: ns.name,
+    withLeaderhook: ns.withLeaderhook,
+    splitBrain: seen.length,
+    unobserved: found.length - seen.length,
+    ...(seen.length > 0 ? { splitBrainKinds: seen.map((v) => v.kind) } : {}),
+    lockHeldByDeadPod: ns.leftHeld.length,
+    leaderlessMs,
+  };
+  ns.checkedRv = upTo;
+  ns.lastCheckMs = atMs;
+  ns.leftHeld = [];
+  return record;
+}
+
+/** Runs `body` every `periodMs`, the first time after one period, until `end` or a signal. */
+async function every(periodMs: number, end: number, stop: AbortSignal, body: () => Promise<void> | void): Promise<void> {
+  let tick = Date.now();
+  for (;;) {
+    await sleep(Math.max(0, Math.min(tick + periodMs, end) - Date.now()), undefined, { signal: stop }).catch(() => undefined);
+    if (stop.aborted || Date.now() >= end) return;
+    tick = Date.now();
+    try {
+      await body();
+    } catch (error) {
+      // an API server being restarted fails a list; the next tick tries again
+      say(`soak: ${(error as Error).message}`);
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  const apiServerFault = clusterProcessFaultsUnavailable();
+  if (apiServerFault) say(`no API server restarts in this soak: ${apiServerFault}`);
+  const weights = FAULT_WEIGHTS.map((w) => (w.fault === 'restart-apiserver' && apiServerFault ? { ...w, weight: 0 } : w));
+  say('installing leaderhook (deploy/)');
+  const uninstall = await installLeaderhook({ debugLog: false });
+  const namespaces: SoakNamespace[] = [];
+  const stopping = new AbortController();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stopping.abort(signal));
+  try {
+    for (const operator of args.operators) {
+      for (const withLeaderhook of [true, false]) {
+        const name = `soak-${operator.replace(/-operator$/, '')}-${withLeaderhook ? 'with' : 'without'}`;
+        const ns = await createOperatorsNamespace(name, {
+          withLeaderhook,
+          operators: [operator],
+          labels: { 'leaderhook.io/bench': 'soak' },
+          operatorOptions: {
+            extraArgs: [`--heartbeat-interval=${HEARTBEAT_INTERVAL}`],
+            ...(withLeaderhook ? { annotations: { 'leaderhook.io/hook-metrics-port': String(HOOK_METRICS_PORT) } } : {}),
+          },
+        });
+        namespaces.push({
+          ...ns,
+          operator,
+          tracker: new LeaderTracker(ns.recording, lockOf(operator)),
+          leader: undefined,
+          observations: [],
+          leftHeld: [],
+          checkedRv: 0n,
+          lastCheckMs: 0,
+        });
+      }
+    }
+    for (const ns of namespaces) say(`${ns.name}: ${await waitForLeader(ns.recording, ns.operator, ns.name, 0, 300_000)} leads`);
+    // the first fault may come before the first look of the loop
+    for (const ns of namespaces) ns.leader = ns.tracker.look().leader;
+
+    const plan = planSoak({
+      durationMs: args.durationMs + SETTLE_MS,
+      meanIntervalMs: args.meanIntervalMs,
+      faults: weights,
+      targets: namespaces.map((ns) => ({ namespace: ns.name, withLeaderhook: ns.withLeaderhook })),
+      seed: args.seed,
+      targetCooldownMs: TARGET_COOLDOWN_MS,
+      clusterCooldownMs: CLUSTER_COOLDOWN_MS,
+      settleMs: SETTLE_MS,
+    });
+    const run: SoakRunRecord = {
+      kind: 'run',
+      command: `npm run bench:soak -- ${process.argv.slice(2).join(' ')}`.trim(),
+      startedAt: new Date().toISOString(),
+      seed: args.seed,
+      durationMs: args.durationMs,
+    };
+    writeFileSync(args.out, `${JSON.stringify(run)}\n`);
+    const start = Date.parse(run.startedAt);
+    const end = start + args.durationMs + SETTLE_MS;
+    const atMs = () => Date.now() - start;
+    say(
+      `soak of ${plan.length} faults over ${args.durationMs / 60_000} min, then ${SETTLE_MS / 60_000} min settling; seed ${args.seed}; recording to ${args.out}`,
+    );
+
+    const sampleAll = async () => {
+      const at = atMs();
+      for (const namespace of [WEBHOOK_NAMESPACE, ...namespaces.map((ns) => ns.name)])
+        for (const sample of await sampleContainers(namespace, at)) write(sample);
+      for (const ns of namespaces.filter((each) => each.withLeaderhook)) for (const watch of await hookWatches(ns.name, at)) write(watch);
+    };
+    // every container's restart count before the first fault: the baseline its restarts count from
+    await sampleAll();
+    const faults = (async () => {
+      for (const planned of plan) {
+        const wait = start + planned.atMs - Date.now();
+        if (wait > 0) await sleep(wait, undefined, { signal: stopping.signal }).catch(() => undefined);
+        if (stopping.signal.aborted) return;
+        const ns = namespaces.find((each) => each.name === planned.target);
+        const target = ns && {
+          namespace: ns.name,
+          withLeaderhook: ns.withLeaderhook,
+          deployment: ns.operator,
+          leader: ns.leader,
+          podNow: (pod: string) => ns.recording.podNow.get(pod),
+        };
+        const at = atMs();
+        const outcome = await applyFault(planned.fault, target).catch((error: unknown) => ({
+          target: target?.leader ?? '',
+          outcome: 'skipped' as const,
+          detail: `failed: ${(error as Error).message}`,
+        }));
+        write({
+          kind: 'fault',
+          atMs: at,
+          fault: planned.fault,
+          namespace: planned.target === CLUSTER_TARGET ? '' : planned.target,
+          withLeaderhook: ns?.withLeaderhook ?? false,
+          ...outcome,
+        });
+        say(
+          `${planned.fault} ${planned.target}${outcome.target ? ` ${outcome.target}` : ''}: ${outcome.outcome}${outcome.detail ? ` (${outcome.detail})` : ''}`,
+        );
+      }
+    })();
+    const looks = every(LOOK_EVERY_MS, end, stopping.signal, () => {
+      const now = Date.now();
+      for (const ns of namespaces) {
+        const look = ns.tracker.look(now);
+        ns.leader = look.leader;
+        ns.observations.push({ atMs: now - start, namespace: ns.name, leader: look.leader });
+        if (look.newlyLeftHeld) {
+          ns.leftHeld.push(look.newlyLeftHeld);
+          say(`${ns.name}: lock still held by ${look.newlyLeftHeld}, which can never run again`);
+        }
+      }
+    });
+    const samples = every(SAMPLE_EVERY_MS, end, stopping.signal, sampleAll);
+    const checks = every(CHECK_EVERY_MS, end, stopping.signal, () => {
+      const at = atMs();
+      for (const ns of namespaces) write(check(ns, at));
+    });
+    await Promise.all([faults, looks, samples, checks]);
+    // the last word: every namespace checked once more at the end of the settling
+    const at = atMs();
+    for (const ns of namespaces) write(check(ns, at));
+    const lines = readFileSync(args.out, 'utf8').split('\n');
+    lines[0] = JSON.stringify({ ...run, finishedAt: new Date().toISOString() });
+    writeFileSync(args.out, lines.join('\n'));
+  } finally {
+    for (const ns of namespaces) await ns.recording.stop();
+    for (const ns of namespaces) await deleteNamespaceAndWait(ns.name);
+    await uninstall();
+  }
+  const records = parseSoakRecords(readFileSync(args.out, 'utf8'));
+  if (args.docs) {
+    await writeSoakReport(records, join(args.docs, 'soak.md'));
+    say(`wrote ${join(args.docs, 'soak.md')}`);
+  }
+  say(`done: ${args.out}`);
+}
+
+await main();
