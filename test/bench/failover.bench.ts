@@ -32,7 +32,7 @@ import type { Recording } from '../support/recorder.ts';
 import { createOperatorsNamespace, followFailover, lockOf, type OperatorName, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
 import { connectTestCluster, core } from '../support/kube.ts';
 import { deleteNamespaceAndWait, failByDeadline, holdTerminating, installLeaderhook, releaseTerminating } from '../support/leaderhook.ts';
-import { podGone, splitBrainViolations, waitForRecorded } from '../support/recording.ts';
+import { newestRv, podGone, splitBrainViolations, waitForRecorded } from '../support/recording.ts';
 import type { LockUnderTest } from '../support/split-brain.ts';
 import { renderDocs } from './failover-report.ts';
 import type { TrialRecord } from './failover-trials.ts';
@@ -89,15 +89,6 @@ const earlierTrials = recordedTrials(out);
  */
 function splitBrainSince(recording: Recording, operator: OperatorName, fromRv: bigint): number {
   return splitBrainViolations(recording, lockOf(operator) as LockUnderTest).filter((v) => v.firstRv >= fromRv).length;
-}
-
-/** The newest revision the recording has seen, of any object: where a trial's window starts. */
-function newestRv(recording: Recording): bigint {
-  let rv = 0n;
-  for (const list of [recording.configMaps, recording.leases, recording.pods]) {
-    for (const event of list) if (event.rv > rv) rv = event.rv;
-  }
-  return rv;
 }
 
 /** Stops the leader as the scenario says; resolves with the trial's time zero (the delete issued, or the deadline set). */

@@ -27,7 +27,7 @@ import { clusterProcessFaultsUnavailable, WEBHOOK_NAMESPACE } from '../support/f
 import { connectTestCluster } from '../support/kube.ts';
 import { deleteNamespaceAndWait, installLeaderhook } from '../support/leaderhook.ts';
 import { say } from '../support/progress.ts';
-import { splitBrainViolations } from '../support/recording.ts';
+import { newestRv, splitBrainViolations } from '../support/recording.ts';
 import { type LeaderObservation, leaderGaps, parseSoakRecords, type SoakCheckRecord, type SoakRecord, type SoakRunRecord } from './soak-analysis.ts';
 import { applyFault } from './soak-faults.ts';
 import { LeaderTracker } from './soak-leaders.ts';
@@ -127,15 +127,9 @@ interface SoakNamespace extends OperatorsNamespace {
 
 const write = (record: SoakRecord) => appendFileSync(args.out, `${JSON.stringify(record)}\n`);
 
-function newestRv(ns: OperatorsNamespace): bigint {
-  let rv = 0n;
-  for (const list of [ns.recording.configMaps, ns.recording.leases, ns.recording.pods]) for (const event of list) if (event.rv > rv) rv = event.rv;
-  return rv;
-}
-
 /** The split-brain checker over the window since the last check, the dead holders counted in it, and its longest leaderless stretch. */
 function check(ns: SoakNamespace, atMs: number): SoakCheckRecord {
-  const upTo = newestRv(ns);
+  const upTo = newestRv(ns.recording);
   const found = splitBrainViolations(ns.recording, lockOf(ns.operator)).filter((v) => v.firstRv > ns.checkedRv);
   // a stretch a relisted watch could not see is no split brain seen, and no proof of none
   const seen = found.filter((v) => v.kind !== 'unobserved');

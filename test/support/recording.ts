@@ -175,6 +175,15 @@ export function podGone(recording: Recording, pod: string): Observed<V1Pod> | un
   return recording.pods.find((event) => event.type === 'DELETED' && event.object.metadata?.name === pod);
 }
 
+/** The newest revision the recording has seen, of any object: where the window of a trial or a check starts. */
+export function newestRv(recording: Recording): bigint {
+  let rv = 0n;
+  for (const list of [recording.configMaps, recording.leases, recording.pods]) {
+    for (const event of list) if (event.rv > rv) rv = event.rv;
+  }
+  return rv;
+}
+
 /** The first deletion of the lock (the ConfigMap lock: by the GC or a release hook). */
 export function lockGone<L>(recording: Recording, lock: LeaderLock<L>): Observed<L> | undefined {
   return lock.events(recording).find((event) => event.type === 'DELETED');
