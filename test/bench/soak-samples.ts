@@ -1,7 +1,7 @@
 /**
  * What the soak samples every minute: each running container's working set as
- * the kubelet counts it (its cgroup, container-cgroup.ts) with its restart
- * count, and each release hook's `leaderhook_hook_watch_up` from its metrics
+ * the kubelet counts it and its CPU time (its cgroup, container-cgroup.ts) with
+ * its restart count, and each release hook's `leaderhook_hook_watch_up` from its metrics
  * endpoint (the soak's pods ask for one with leaderhook.io/hook-metrics-port).
  * A container that ends between the list and the read is simply not sampled
  * that minute.
@@ -29,8 +29,17 @@ export async function sampleContainers(namespace: string, atMs: number): Promise
         if (!tasks.has(node)) tasks.set(node, containerPids(pod.spec?.nodeName));
         const pid = tasks.get(node)!.get(id);
         if (pid === undefined) continue;
-        const { workingSetBytes } = readCgroup(cgroupDirsOf(pid));
-        samples.push({ kind: 'sample', atMs, pod: pod.metadata!.name!, container: status.name, namespace, workingSetBytes, restarts: status.restartCount });
+        const { workingSetBytes, cpuNanos } = readCgroup(cgroupDirsOf(pid));
+        samples.push({
+          kind: 'sample',
+          atMs,
+          pod: pod.metadata!.name!,
+          container: status.name,
+          namespace,
+          workingSetBytes,
+          cpuNanos,
+          restarts: status.restartCount,
+        });
       } catch {
         // ended between the list and the read
       }

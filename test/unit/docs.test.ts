@@ -181,6 +181,7 @@ const GENERATED = [
   'docs/faults-multinode.md',
   'docs/baseline.md',
   'docs/failover-e2e.md',
+  'docs/soak.md',
 ];
 
 const UNITS = ['ms', 's', 'min', 'MiB', 'KiB', 'GiB', 'MB', '×'] as const;
