@@ -57,6 +57,10 @@ export const SCENARIOS: Record<string, string> = {
     'client-go LeaderElector operator, as client-go-rollout: the leader failed by its kubelet (activeDeadlineSeconds set while it leads), never deleted, as an evicted pod or one on a node shut down stays Failed; times from the deadline being set',
   'josdk-failed':
     'Java Operator SDK operator, as josdk-rollout: the leader failed by its kubelet (activeDeadlineSeconds set while it leads), never deleted; times from the deadline being set',
+  'client-go-stuck-terminating':
+    'client-go LeaderElector operator, as client-go-rollout: the leader pod deleted but held Terminating by a finalizer after its containers stopped',
+  'josdk-stuck-terminating':
+    'Java Operator SDK operator, as josdk-rollout: the leader pod deleted but held Terminating by a finalizer after its containers stopped',
   'kopf-crash':
     "kopf operator (peering entries under the pod's UID, 60 s lifetime), two pods of priorities 100 and 99: the leader pod deleted, its operator exiting at once on SIGTERM without kopf's cleanup (npm run bench:kopf)",
   'kopf-killed':
@@ -73,7 +77,16 @@ export const LEASE_OPERATORS: readonly string[] = ['lease-operator', 'client-go-
  * before its deadline, so its hook's SIGTERM comes in time. The target "lock
  * gone p99 ≤ 250 ms after the delete" applies to these.
  */
-export const RELEASED_BY_R1: readonly string[] = ['lfl-rollout', 'lease-rollout', 'lfl-stuck-terminating', 'client-go-rollout', 'josdk-rollout', 'kopf-crash'];
+export const RELEASED_BY_R1: readonly string[] = [
+  'lfl-rollout',
+  'lease-rollout',
+  'lfl-stuck-terminating',
+  'client-go-rollout',
+  'josdk-rollout',
+  'client-go-stuck-terminating',
+  'josdk-stuck-terminating',
+  'kopf-crash',
+];
 
 /** The lines of a benchmark's record, each a JSON object; `what` names the record in an error. */
 export function parseJsonLines<T>(text: string, what: string): T[] {

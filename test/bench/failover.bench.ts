@@ -58,6 +58,8 @@ const SCENARIO_LIST: Scenario[] = [
   { name: 'josdk-rollout', operator: 'josdk-operator', fault: 'delete' },
   { name: 'client-go-failed', operator: 'client-go-operator', fault: 'deadline' },
   { name: 'josdk-failed', operator: 'josdk-operator', fault: 'deadline' },
+  { name: 'client-go-stuck-terminating', operator: 'client-go-operator', fault: 'stuck-terminating' },
+  { name: 'josdk-stuck-terminating', operator: 'josdk-operator', fault: 'stuck-terminating' },
 ];
 
 const usage = `usage: npm run bench:failover -- [--trials 1] [--scenario NAME ...] [--timeout 45] [--out FILE [--append]] [--docs DIR]
