@@ -73,7 +73,19 @@ export interface SoakWatchRecord {
   up: boolean;
 }
 
-export type SoakRecord = SoakRunRecord | SoakFaultRecord | SoakCheckRecord | SoakSampleRecord | SoakWatchRecord;
+/** One stretch of a namespace with nobody leading (no lock holder writing heartbeats), written once it ended, or open at the end. */
+export interface SoakGapRecord {
+  kind: 'gap';
+  namespace: string;
+  withLeaderhook: boolean;
+  fromMs: number;
+  toMs: number;
+  ms: number;
+  /** Still without a leader when the soak ended. */
+  open: boolean;
+}
+
+export type SoakRecord = SoakRunRecord | SoakFaultRecord | SoakCheckRecord | SoakSampleRecord | SoakWatchRecord | SoakGapRecord;
 
 export const parseSoakRecords = (text: string): SoakRecord[] => parseJsonLines<SoakRecord>(text, 'soak record');
 
@@ -236,6 +248,49 @@ export function leaderGaps(events: readonly LeaderObservation[], endMs = events.
 /** The longest leaderless stretch per namespace, 0 where there was none. */
 export function longestGap(gaps: ReadonlyMap<string, readonly LeaderGap[]>): Map<string, number> {
   return new Map([...gaps].map(([namespace, list]) => [namespace, Math.max(0, ...list.map((gap) => gap.ms))]));
+}
+
+/**
+ * How long after a fault a leaderless stretch that begins counts as its
+ * doing: the longest failover the soak meets (a JVM operator's rollout, a
+ * Lease run out after an API server's restart) begins well within it.
+ */
+export const GAP_CAUSE_WINDOW_MS = 120_000;
+
+/** The fault a leaderless stretch followed, where none did: a finding. */
+export const NO_FAULT = 'no fault';
+
+export interface GapsAfterFault {
+  /** A fault kind, or NO_FAULT. */
+  fault: string;
+  withLeaderhook: number[];
+  withoutLeaderhook: number[];
+}
+
+/**
+ * Each leaderless stretch against the fault it followed: the latest applied
+ * fault on its namespace, or cluster-wide, at most `windowMs` before it
+ * began. Grouped per fault kind in SOAK_FAULTS' order, NO_FAULT last; the
+ * lengths in ms, in record order.
+ */
+export function gapsAfterFaults(records: readonly SoakRecord[], windowMs = GAP_CAUSE_WINDOW_MS): GapsAfterFault[] {
+  const faults = records.filter((record): record is SoakFaultRecord => record.kind === 'fault' && record.outcome === 'applied').sort((a, b) => a.atMs - b.atMs);
+  const groups = new Map<string, GapsAfterFault>();
+  for (const gap of records.filter((record): record is SoakGapRecord => record.kind === 'gap')) {
+    const cause = faults.findLast(
+      (fault) =>
+        (fault.namespace === gap.namespace || soakFaultText(fault.fault)?.scope === 'cluster') &&
+        fault.atMs <= gap.fromMs &&
+        gap.fromMs - fault.atMs <= windowMs,
+    );
+    const kind = cause?.fault ?? NO_FAULT;
+    const group = groups.get(kind) ?? { fault: kind, withLeaderhook: [], withoutLeaderhook: [] };
+    (gap.withLeaderhook ? group.withLeaderhook : group.withoutLeaderhook).push(gap.ms);
+    groups.set(kind, group);
+  }
+  const known = Object.keys(SOAK_FAULTS);
+  const rank = (fault: string) => (fault === NO_FAULT ? Number.POSITIVE_INFINITY : known.includes(fault) ? known.indexOf(fault) : known.length);
+  return [...groups.values()].sort((a, b) => rank(a.fault) - rank(b.fault) || (a.fault < b.fault ? -1 : a.fault > b.fault ? 1 : 0));
 }
 
 /** A kubelet restarts an exited container within seconds, 10 s after a first back-off; a minute covers that and a slow sample. */

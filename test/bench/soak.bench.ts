@@ -28,7 +28,15 @@ import { connectTestCluster } from '../support/kube.ts';
 import { deleteNamespaceAndWait, installLeaderhook } from '../support/leaderhook.ts';
 import { say } from '../support/progress.ts';
 import { newestRv, splitBrainViolations } from '../support/recording.ts';
-import { type LeaderObservation, leaderGaps, parseSoakRecords, type SoakCheckRecord, type SoakRecord, type SoakRunRecord } from './soak-analysis.ts';
+import {
+  type LeaderObservation,
+  leaderGaps,
+  parseSoakRecords,
+  type SoakCheckRecord,
+  type SoakGapRecord,
+  type SoakRecord,
+  type SoakRunRecord,
+} from './soak-analysis.ts';
 import { applyFault } from './soak-faults.ts';
 import { LeaderTracker } from './soak-leaders.ts';
 import { CLUSTER_TARGET, parseDurationMs, planSoak, type SoakFault } from './soak-plan.ts';
@@ -127,8 +135,12 @@ interface SoakNamespace extends OperatorsNamespace {
 
 const write = (record: SoakRecord) => appendFileSync(args.out, `${JSON.stringify(record)}\n`);
 
-/** The split-brain checker over the window since the last check, the dead holders counted in it, and its longest leaderless stretch. */
-function check(ns: SoakNamespace, atMs: number): SoakCheckRecord {
+/**
+ * The split-brain checker over the window since the last check, the dead
+ * holders counted in it, and its longest leaderless stretch; then each
+ * stretch that ended in it (at the last check, `final`, one still open too).
+ */
+function check(ns: SoakNamespace, atMs: number, final = false): SoakRecord[] {
   const upTo = newestRv(ns.recording);
   const found = splitBrainViolations(ns.recording, lockOf(ns.operator)).filter((v) => v.firstRv > ns.checkedRv);
   // a stretch a relisted watch could not see is no split brain seen, and no proof of none
@@ -146,10 +158,12 @@ function check(ns: SoakNamespace, atMs: number): SoakCheckRecord {
     lockHeldByDeadPod: ns.leftHeld.length,
     leaderlessMs,
   };
+  const ended = gaps.filter((gap) => (gap.open ? final : gap.toMs > ns.lastCheckMs));
+  const gapRecords: SoakGapRecord[] = ended.map((gap) => ({ kind: 'gap', namespace: ns.name, withLeaderhook: ns.withLeaderhook, ...gap }));
   ns.checkedRv = upTo;
   ns.lastCheckMs = atMs;
   ns.leftHeld = [];
-  return record;
+  return [record, ...gapRecords];
 }
 
 /** Runs `body` every `periodMs`, the first time after one period, until `end` or a signal. */
@@ -286,12 +300,12 @@ async function main(): Promise<void> {
     const samples = every(SAMPLE_EVERY_MS, end, stopping.signal, sampleAll);
     const checks = every(CHECK_EVERY_MS, end, stopping.signal, () => {
       const at = atMs();
-      for (const ns of namespaces) write(check(ns, at));
+      for (const ns of namespaces) for (const record of check(ns, at)) write(record);
     });
     await Promise.all([faults, looks, samples, checks]);
     // the last word: every namespace checked once more at the end of the settling
     const at = atMs();
-    for (const ns of namespaces) write(check(ns, at));
+    for (const ns of namespaces) for (const record of check(ns, at, true)) write(record);
     const lines = readFileSync(args.out, 'utf8').split('\n');
     lines[0] = JSON.stringify({ ...run, finishedAt: new Date().toISOString() });
     writeFileSync(args.out, lines.join('\n'));

@@ -8,8 +8,10 @@ import { test } from 'node:test';
 import {
   LEAK_THRESHOLD_BYTES_PER_HOUR,
   leakVerdict,
+  gapsAfterFaults,
   leaderGaps,
   longestGap,
+  NO_FAULT,
   type MemorySample,
   memorySeries,
   memorySlope,
@@ -256,4 +258,39 @@ test('memory series are split by container kind and by restart', () => {
 test('a record line that is not JSON is refused with its line number', () => {
   assert.equal(parseSoakRecords('{"kind":"run"}\n\n').length, 1);
   assert.throws(() => parseSoakRecords('{"kind":"run"}\n{"kind":'), /line 2 of the soak record is not JSON/);
+});
+
+test('a leaderless stretch counts against the latest fault on its namespace or cluster-wide within the window; none is a finding', () => {
+  const gap = (namespace: string, withLeaderhook: boolean, fromMs: number, ms: number): SoakRecord => ({
+    kind: 'gap',
+    namespace,
+    withLeaderhook,
+    fromMs,
+    toMs: fromMs + ms,
+    ms,
+    open: false,
+  });
+  const groups = gapsAfterFaults([
+    fault(10_000, 'delete-leader', 'a', { namespace: 'with' }),
+    fault(20_000, 'crash-operator', 'b', { namespace: 'with' }),
+    fault(25_000, 'delete-leader', 'c', { namespace: 'without', withLeaderhook: false }),
+    // a skipped fault is no cause
+    fault(28_000, 'evict', 'd', { namespace: 'without', withLeaderhook: false, outcome: 'skipped' }),
+    gap('with', true, 21_000, 4_000),
+    gap('without', false, 30_000, 16_000),
+    fault(200_000, 'restart-apiserver', 'kube-apiserver', { namespace: '' }),
+    gap('with', true, 210_000, 14_000),
+    gap('without', false, 212_000, 15_000),
+    // two minutes after the last fault on its namespace and cluster-wide: nothing caused it
+    gap('with', true, 400_000, 5_000),
+  ]);
+  assert.deepEqual(
+    groups.map((group) => [group.fault, group.withLeaderhook, group.withoutLeaderhook]),
+    [
+      ['delete-leader', [], [16_000]],
+      ['crash-operator', [4_000], []],
+      ['restart-apiserver', [14_000], [15_000]],
+      [NO_FAULT, [5_000], []],
+    ],
+  );
 });

@@ -87,3 +87,41 @@ test('with no samples and no watches, the memory, watch and restart targets are 
   }
   assert.ok(!markdown.includes('## Findings'));
 });
+
+test('with gap records, the leaderless target is judged fault by fault, and a stretch the baseline cannot have turns it', () => {
+  const gap = (withLeaderhook: boolean, fromMs: number, ms: number): SoakRecord => ({
+    kind: 'gap',
+    namespace: withLeaderhook ? 'soak-with' : 'soak-without',
+    withLeaderhook,
+    fromMs,
+    toMs: fromMs + ms,
+    ms,
+    open: false,
+  });
+  const fault = (atMs: number, name: string, withLeaderhook: boolean): SoakRecord => ({
+    kind: 'fault',
+    atMs,
+    fault: name,
+    target: 'p',
+    namespace: withLeaderhook ? 'soak-with' : 'soak-without',
+    withLeaderhook,
+    outcome: 'applied',
+  });
+  const faults = [fault(2_000_000, 'delete-leader', true), fault(2_000_000, 'delete-leader', false)];
+  const even = renderSoakMarkdown([...sample, ...faults, gap(true, 2_001_000, 3_000), gap(false, 2_001_000, 16_000)]);
+  assert.deepEqual(targetRow(even, 'no operator without a leader for longer than without leaderhook').slice(1), [
+    'median after the same fault no longer with leaderhook for 1 of 1 faults (longest 0.80 s with leaderhook, 16.50 s without)',
+    'met',
+  ]);
+  const lines = even.split('\n');
+  const at = lines.indexOf('## Leaderless stretches');
+  assert.ok(at > 0 && at < lines.indexOf('## Targets'), 'the section comes before the targets');
+  assert.ok(lines.includes('| leader pod deleted | 1 | 3.00 s | 3.00 s | 1 | 16.00 s | 16.00 s |'));
+
+  const longer = renderSoakMarkdown([...sample, ...faults, gap(true, 2_001_000, 17_000), gap(false, 2_001_000, 16_000)]);
+  assert.equal(targetRow(longer, 'no operator without a leader for longer than without leaderhook')[2], '**not met**');
+  const afterKill = renderSoakMarkdown([...sample, fault(2_000_000, 'kill-hook', true), gap(true, 2_001_000, 4_000)]);
+  const row = targetRow(afterKill, 'no operator without a leader for longer than without leaderhook');
+  assert.match(row[1] ?? '', /stretches with leaderhook after kill-hook, which the baseline has none of/);
+  assert.equal(row[2], '**not met**');
+});
