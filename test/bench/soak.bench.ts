@@ -42,6 +42,7 @@ import { LeaderTracker } from './soak-leaders.ts';
 import { CLUSTER_TARGET, parseDurationMs, planSoak, type SoakFault } from './soak-plan.ts';
 import { writeSoakReport } from './soak-report.ts';
 import { HOOK_METRICS_PORT, hookWatches, sampleContainers } from './soak-samples.ts';
+import { finishRunRecord } from './trial-args.ts';
 
 const OPERATORS: readonly OperatorName[] = ['lfl-operator', 'lease-operator', 'client-go-operator', 'josdk-operator'];
 
@@ -306,9 +307,7 @@ async function main(): Promise<void> {
     // the last word: every namespace checked once more at the end of the settling
     const at = atMs();
     for (const ns of namespaces) for (const record of check(ns, at, true)) write(record);
-    const lines = readFileSync(args.out, 'utf8').split('\n');
-    lines[0] = JSON.stringify({ ...run, finishedAt: new Date().toISOString() });
-    writeFileSync(args.out, lines.join('\n'));
+    finishRunRecord(args.out, run);
   } finally {
     for (const ns of namespaces) await ns.recording.stop();
     for (const ns of namespaces) await deleteNamespaceAndWait(ns.name);

@@ -8,7 +8,7 @@ import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { kubectl } from '../support/leaderhook.ts';
 import { say } from '../support/progress.ts';
-import type { RunRecord } from './failover-trials.ts';
+import { parseRecords, type RunRecord } from './failover-trials.ts';
 
 export interface TrialArgs {
   /** The scenarios to run, in the order given (default: all, in their own order). */
@@ -97,28 +97,22 @@ export function parseTrialArgs(
 
 /** The earlier record must be one a report can render with this run: a run line first, the same timeout. */
 function checkAppendable(out: string, timeoutMs: number): void {
-  const first = readFileSync(out, 'utf8').split('\n')[0] ?? '';
-  let run: Partial<RunRecord> | undefined;
+  const notRecord = `--append: ${out} does not start with a run line; it is not a trial record`;
+  let first: ReturnType<typeof parseRecords>[number] | undefined;
   try {
-    run = JSON.parse(first) as Partial<RunRecord>;
-  } catch {
-    run = undefined;
+    [first] = parseRecords(readFileSync(out, 'utf8'));
+  } catch (error) {
+    throw new Error(`${notRecord} (${(error as Error).message})`, { cause: error });
   }
-  if (run?.kind !== 'run') throw new Error(`--append: ${out} does not start with a run line; it is not a trial record`);
-  if (run.timeoutMs !== timeoutMs) {
-    throw new Error(`--append: ${out} was run with --timeout ${Number(run.timeoutMs) / 1000}; its percentiles count "never" against that, so give the same`);
+  if (first?.kind !== 'run') throw new Error(notRecord);
+  if (first.timeoutMs !== timeoutMs) {
+    throw new Error(`--append: ${out} was run with --timeout ${first.timeoutMs / 1000}; its percentiles count "never" against that, so give the same`);
   }
 }
 
 /** The trials `out` already holds per scenario and mode: where this run's numbering goes on from. */
 export function recordedTrials(out: string): (scenario: string, withLeaderhook: boolean) => number {
-  const trials = existsSync(out)
-    ? readFileSync(out, 'utf8')
-        .split('\n')
-        .filter((line) => line.trim() !== '')
-        .map((line) => JSON.parse(line) as { kind: string; scenario?: string; withLeaderhook?: boolean })
-        .filter((record) => record.kind === 'trial')
-    : [];
+  const trials = existsSync(out) ? parseRecords(readFileSync(out, 'utf8')).filter((record) => record.kind === 'trial') : [];
   return (scenario, withLeaderhook) => trials.filter((trial) => trial.scenario === scenario && trial.withLeaderhook === withLeaderhook).length;
 }
 
