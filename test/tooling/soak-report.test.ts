@@ -125,3 +125,8 @@ test('with gap records, the leaderless target is judged fault by fault, and a st
   assert.match(row[1] ?? '', /stretches with leaderhook after kill-hook, which the baseline has none of/);
   assert.equal(row[2], '**not met**');
 });
+
+test('docs/soak.md is what its committed record renders (node test/bench/soak-render.ts docs/soak-record.jsonl after a layout change)', () => {
+  const record = parseSoakRecords(readFileSync(new URL('../../docs/soak-record.jsonl', import.meta.url), 'utf8'));
+  assert.equal(renderSoakMarkdown(record), readFileSync(new URL('../../docs/soak.md', import.meta.url), 'utf8'));
+});
