@@ -4,7 +4,7 @@
  * with the option named, before anything touches a cluster.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -34,8 +34,9 @@ describe('parseBenchArgs', () => {
     assert.throws(() => parse(['--replica', '3']), /Unknown option '--replica'/);
   });
 
-  it('takes a new record file and refuses one that exists', () => {
+  it('takes a new record file and refuses one that exists', (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'bench-args-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
     assert.equal(parse(['--json', join(dir, 'new.json')]).json, join(dir, 'new.json'));
     writeFileSync(join(dir, 'old.json'), '{}\n');
     assert.throws(() => parse(['--json', join(dir, 'old.json')]), /--json .*old\.json exists: give a new file/);

@@ -4,15 +4,16 @@
  * with it.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { finishRunRecord, parseTrialArgs, recordedTrials, startRecord } from '../bench/trial-args.ts';
 import type { RunRecord } from '../bench/failover-trials.ts';
 
 const options = { scenarios: ['a', 'b'], usage: 'usage', defaultTimeoutSeconds: 45, outPrefix: 'test' };
 const dir = mkdtempSync(join(tmpdir(), 'trial-args-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
 const run = (startedAt: string, timeoutMs = 45_000): RunRecord => ({ kind: 'run', command: 'npm run bench:x --', startedAt, machine: 'm', timeoutMs });
 const trial = (scenario: string, withLeaderhook: boolean, n: number) => ({ kind: 'trial', scenario, withLeaderhook, trial: n });
 
