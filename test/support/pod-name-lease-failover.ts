@@ -6,11 +6,12 @@
  * files call describePodNameLeaseFailover after connectTestCluster().
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { containerStatus } from './container-runs.ts';
-import { installLeaderhook, setUpWithHook, setUpWithoutHook } from './leaderhook.ts';
-import { type LeaderLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER } from './operators.ts';
+import { holdTerminating, installLeaderhook, releaseTerminating, setUpWithHook, setUpWithoutHook } from './leaderhook.ts';
+import { core } from './kube.ts';
+import { type LeaderLock, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER, type Scenario } from './operators.ts';
 import type { V1Lease } from '@kubernetes/client-node';
 import type { Recording } from './recorder.ts';
 import { finishRecording, heartbeats, hookSigtermLine, lastRenewal, loggedBy, logOf, observedPod, releaseEvents, waitForRecorded } from './recording.ts';
@@ -18,12 +19,18 @@ import { expiredLeaseMarks, hookedLeaseMarks, mark, printTimeline } from './time
 import {
   assertHandover,
   assertInjected,
+  assertLeaseHeldBy,
   assertLeaseReleasedByR1,
   assertNotInjected,
   assertOneLeaderThroughout,
   assertOrderlyStop,
+  type Failover,
   failOverLease,
+  type Takeover,
+  waitForNewLeaderRunning,
+  waitForPodGone,
   waitForSteadyLeader,
+  waitForTakeover,
   whoLeads,
 } from './takeover.ts';
 
@@ -52,16 +59,68 @@ function assertHeldAsPodName(lock: LeaderLock<V1Lease>, recording: Recording, le
   assert.equal(lease?.object.spec?.holderIdentity, leader, `holderIdentity is the leader's pod name ${leader}`);
 }
 
+/** How the leader pod goes: deleted, or deleted and held Terminating by a finalizer until another pod leads. */
+type Fault = 'delete' | 'stuck-terminating';
+const FAULTS: Fault[] = ['delete', 'stuck-terminating'];
+const FAULT_TEXT: Record<Fault, string> = { delete: 'deleted', 'stuck-terminating': 'deleted and stuck Terminating' };
+
+interface LeaseFailover extends Failover<V1Lease> {
+  /** When the test removed the finalizer that held the old pod Terminating, if it did. */
+  holdReleased?: number;
+}
+
 /**
- * The three scenarios of such an operator on the real cluster (the e2e tests
- * of client-go-operator and josdk-operator call it at their top level):
- * - without leaderhook (control), deleting the leader pod hands the lease on
- *   only once it has expired: it always names a holder, and the next holder
- *   acquires it no earlier than the old leader's last renewal + the lease
- *   duration;
+ * failOverLease with the leader pod held Terminating by a finalizer (as a
+ * stuck volume detach or controller would) from before its delete until
+ * another pod leads. A Lease does not name its holder's pod object, so the
+ * takeover comes as after a plain delete; asserts that the old pod object
+ * was still there, Terminating, while the new leader ran, then lets it go.
+ */
+async function failOverLeaseHeldTerminating(scenario: Scenario, lock: LeaderLock<V1Lease>): Promise<LeaseFailover> {
+  const { namespace, recording } = scenario;
+  const { leader, standby } = await waitForSteadyLeader(recording, lock.heartbeat);
+  await assertLeaseHeldBy(recording, lock, leader);
+  const leaderUid = observedPod(recording, leader).metadata?.uid;
+  holdTerminating(namespace, leader);
+  let holdReleased: number;
+  let takeover: Takeover<V1Lease>;
+  // From here on the finalizer must go whatever happens, or the namespace could never be deleted.
+  try {
+    const deleteIssued = Date.now();
+    await core.deleteNamespacedPod({ name: leader, namespace });
+    const taken = await waitForTakeover(recording, lock, leader, deleteIssued);
+    const newLeader = lock.holderOf(taken.object) ?? '';
+    await waitForNewLeaderRunning(recording, lock, newLeader);
+    const old = await core.readNamespacedPod({ name: leader, namespace });
+    assert.equal(old.metadata?.uid, leaderUid, 'the old leader pod object still exists while the new leader runs');
+    assert.ok(old.metadata?.deletionTimestamp, 'the old leader pod is Terminating');
+    takeover = { deleteIssued, taken, newLeader };
+  } finally {
+    // Stamped before the patch is sent: the pod can be gone before kubectl returns.
+    holdReleased = Date.now();
+    releaseTerminating(namespace, leader);
+  }
+  await waitForPodGone(recording, leader);
+  return { leader, standby, ...takeover, holdReleased };
+}
+
+function failOverAs(fault: Fault, scenario: Scenario, lock: LeaderLock<V1Lease>): Promise<LeaseFailover> {
+  return fault === 'delete' ? failOverLease(scenario, lock) : failOverLeaseHeldTerminating(scenario, lock);
+}
+
+const holdMarks = ({ holdReleased }: LeaseFailover) => mark('finalizer removed by the test', holdReleased);
+
+/**
+ * The scenarios of such an operator on the real cluster (the e2e tests of
+ * client-go-operator and josdk-operator call it at their top level), the
+ * first two for a leader pod deleted and for one deleted and held
+ * Terminating by a finalizer until another pod leads:
+ * - without leaderhook (control), the lease is handed on only once it has
+ *   expired: it always names a holder, and the next holder acquires it no
+ *   earlier than the old leader's last renewal + the lease duration;
  * - with leaderhook, the old pod's hook writes the release record by R1 after
  *   the operator has stopped, and another pod leads well before the old lease
- *   would have expired;
+ *   would have expired (while the stuck pod object is still Terminating);
  * - with leaderhook, a crash of the leader's operator container, which the
  *   kubelet restarts, releases nothing (docs/design.md#what-is-never-released):
  *   the restarted process, under the same identity, renews the lease at once
@@ -81,14 +140,20 @@ export function describePodNameLeaseFailover({ operator, title, lock, leaseDurat
       await uninstall?.();
     });
 
-    test('without leaderhook (control): the leader pod deleted, another pod leads only once the lease has expired', async (t) => {
+    async function failOverWithoutHook(t: TestContext, fault: Fault): Promise<void> {
       const scenario = await setUpWithoutHook(t, operator, { shape: 'deployment' });
       const { recording } = scenario;
-      const failover = await failOverLease(scenario, lock);
+      const failover = await failOverAs(fault, scenario, lock);
       const { leader, deleteIssued, newLeader, taken } = failover;
       await finishRecording(recording);
 
-      printTimeline(t, `${operator} without leaderhook`, expiredLeaseMarks(recording, lock, failover), deleteIssued, out);
+      printTimeline(
+        t,
+        `${operator} without leaderhook, leader ${FAULT_TEXT[fault]}`,
+        [...expiredLeaseMarks(recording, lock, failover), ...holdMarks(failover)],
+        deleteIssued,
+        out,
+      );
       t.diagnostic(whoLeads(recording, newLeader, deleteIssued));
 
       assertNotInjected(recording);
@@ -107,23 +172,36 @@ export function describePodNameLeaseFailover({ operator, title, lock, leaseDurat
         `the lease was acquired (${acquireTime}) only once the old one had expired (${expiresAt === undefined ? undefined : new Date(expiresAt).toISOString()})`,
       );
       assertHandover(recording, lock, leader, newLeader);
-    });
+    }
 
-    test('with leaderhook: the leader pod deleted, its hook releases the lease (R1); another pod leads well before it would have expired', async (t) => {
+    async function failOverWithHook(t: TestContext, fault: Fault): Promise<void> {
       const scenario = await setUpWithHook(t, operator, { shape: 'deployment' });
       const { recording } = scenario;
-      const failover = await failOverLease(scenario, lock);
+      const failover = await failOverAs(fault, scenario, lock);
       const { leader, deleteIssued, newLeader } = failover;
       await waitForRecorded(recording, 'the R1 LeaderLockReleased Event of the old pod', async () => releaseEvents(recording, leader, 'R1').length > 0, 10_000);
       await finishRecording(recording);
 
-      printTimeline(t, `${operator} with leaderhook`, hookedLeaseMarks(recording, lock, failover), deleteIssued, out);
+      printTimeline(
+        t,
+        `${operator} with leaderhook, leader ${FAULT_TEXT[fault]}`,
+        [...hookedLeaseMarks(recording, lock, failover), ...holdMarks(failover)],
+        deleteIssued,
+        out,
+      );
       t.diagnostic(whoLeads(recording, newLeader, deleteIssued));
 
       assertHeldAsPodName(lock, recording, leader, deleteIssued);
       assertOrderlyStop(recording, lock, leader, deleteIssued);
       assertLeaseReleasedByR1(recording, lock, failover);
-    });
+    }
+
+    for (const fault of FAULTS) {
+      test(`without leaderhook (control): the leader pod ${FAULT_TEXT[fault]}, another pod leads only once the lease has expired`, (t) =>
+        failOverWithoutHook(t, fault));
+      test(`with leaderhook: the leader pod ${FAULT_TEXT[fault]}, its hook releases the lease (R1); another pod leads well before it would have expired`, (t) =>
+        failOverWithHook(t, fault));
+    }
 
     test('with leaderhook: the leader crashes and is restarted; nothing is released, the restarted operator renews its own lease at once', async (t) => {
       const scenario = await setUpWithHook(t, operator, { shape: 'deployment', extraArgs: [`--crash-after=${crashAfter}`] });
