@@ -98,6 +98,8 @@ if [[ "${LEADERHOOK_SKIP_CLUSTER:-}" != 1 ]]; then
 	if [[ -z "${LEADERHOOK_KUBECONFIG:-}" ]]; then
 		step "local Kubernetes cluster"
 		if bash test/cluster/up.sh; then cluster_started=1; else status=1; fi
+		# down.sh keeps etcd's data: what a run cut short left would run beside this one.
+		if [[ $cluster_started == 1 ]]; then bash test/cluster/clean.sh || status=1; fi
 		step_done
 	fi
 	if [[ -n "${LEADERHOOK_KUBECONFIG:-}" || $cluster_started == 1 ]]; then

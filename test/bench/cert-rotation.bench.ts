@@ -15,12 +15,13 @@
  */
 import { parseArgs } from 'node:util';
 import { rotateUnderLoad } from '../support/cert-rotation.ts';
-import { connectTestCluster, core, createTestNamespace } from '../support/kube.ts';
+import { connectTestCluster, core, createTestNamespace, refuseLeftovers } from '../support/kube.ts';
 import { INJECTION_LABEL, installLeaderhook } from '../support/leaderhook.ts';
 import { KUBEBUILDER_SERVICE_ACCOUNT } from '../support/pod-create-load.ts';
 import { percentile } from './stats.ts';
 
 connectTestCluster();
+await refuseLeftovers('bench:cert-rotation');
 
 const usage = `usage: npm run bench:cert-rotation -- [--renewals 30] [--rate 20]
 

@@ -30,7 +30,7 @@
 import { appendFileSync } from 'node:fs';
 import type { Recording } from '../support/recorder.ts';
 import { createOperatorsNamespace, followFailover, lockOf, type OperatorName, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
-import { connectTestCluster, core } from '../support/kube.ts';
+import { connectTestCluster, core, refuseLeftovers } from '../support/kube.ts';
 import { deleteNamespaceAndWait, failByDeadline, holdTerminating, installLeaderhook, releaseTerminating } from '../support/leaderhook.ts';
 import { newestRv, podGone, splitBrainViolations, waitForRecorded } from '../support/recording.ts';
 import type { LockUnderTest } from '../support/split-brain.ts';
@@ -79,6 +79,7 @@ const args = parseTrialArgs(process.argv.slice(2), {
 });
 // options first: --help and a bad option answer on any machine
 connectTestCluster();
+await refuseLeftovers('bench:failover');
 const { timeoutMs, out } = args;
 const scenarios = args.scenarios.map((name) => SCENARIO_LIST.find((s) => s.name === name)!);
 /** With --append, this run's trials are numbered after those the record holds. */

@@ -36,7 +36,7 @@ import {
   waitForKubeletToAct,
   whileNodeNotReady,
 } from '../support/faults.ts';
-import { apps, connectTestCluster, core } from '../support/kube.ts';
+import { apps, connectTestCluster, core, refuseLeftovers } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { deleteNamespaceAndWait, INJECTION_LABEL, installLeaderhook, kubectl, REQUIRED_INJECTION_LABEL } from '../support/leaderhook.ts';
 import { leadersOn, webhookPodsOn } from '../support/node-leaders.ts';
@@ -72,6 +72,7 @@ const args = parseTrialArgs(process.argv.slice(2), {
 });
 // options first: --help and a bad option answer on any machine
 connectTestCluster();
+await refuseLeftovers('bench:faults');
 const { timeoutMs, out } = args;
 const MODES = [true, false] as const;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

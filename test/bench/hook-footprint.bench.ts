@@ -17,7 +17,7 @@
  * webhook would. Refuses to run outside the cluster's network namespace.
  */
 import { writeFileSync } from 'node:fs';
-import { apps, connectTestCluster, core, createTestNamespace } from '../support/kube.ts';
+import { apps, connectTestCluster, core, createTestNamespace, refuseLeftovers } from '../support/kube.ts';
 import { grantReleaseHook, injectTemplate, kubectl } from '../support/leaderhook.ts';
 import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
 import { waitFor } from '../support/wait.ts';
@@ -39,6 +39,7 @@ const args = parseBenchArgs(usage, {
 const { replicas, configmaps: configMaps, idle: idleSeconds } = args;
 // after the options: --help and a bad option answer anywhere, before the cluster guard
 connectTestCluster();
+await refuseLeftovers('hook-footprint');
 
 const progress = (line: string) => process.stderr.write(`[footprint] ${line}\n`);
 

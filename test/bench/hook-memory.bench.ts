@@ -15,10 +15,11 @@
 import { parseArgs } from 'node:util';
 import { admin, createFakeNode, createLock, createNamespace, createPod, deleteNode, sleep, type TestNamespace } from '../integration/releaser/harness.ts';
 import { compile, rssAnonKiB, startHookProcess } from '../integration/releaser/hook-process.ts';
-import { connectTestCluster } from '../support/kube.ts';
+import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
 import { median } from './stats.ts';
 
 connectTestCluster();
+await refuseLeftovers('hook-memory');
 
 const { values } = parseArgs({
   options: {

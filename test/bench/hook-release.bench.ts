@@ -24,10 +24,11 @@ import {
   waitFor,
 } from '../integration/releaser/harness.ts';
 import { compile, startHookProcess } from '../integration/releaser/hook-process.ts';
-import { connectTestCluster } from '../support/kube.ts';
+import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
 import { percentile } from './stats.ts';
 
 connectTestCluster();
+await refuseLeftovers('hook-release');
 
 const { values } = parseArgs({
   options: {

@@ -22,7 +22,7 @@ import { appendFileSync } from 'node:fs';
 import type { V1PodSpec } from '@kubernetes/client-node';
 import { releasedByHook } from '../support/failover-trial.ts';
 import { failLeaderByDeadline, type KopfFailover, LEADER, STANDBY, setUpKopf, standbyTakesOver, stopAndCheck } from '../support/kopf-scenario.ts';
-import { connectTestCluster, core } from '../support/kube.ts';
+import { connectTestCluster, core, refuseLeftovers } from '../support/kube.ts';
 import { installLeaderhook, kubectl } from '../support/leaderhook.ts';
 import { hookSignalTime, operatorExited, podGone } from '../support/recording.ts';
 import { renderDocs } from './failover-report.ts';
@@ -60,6 +60,7 @@ const args = parseTrialArgs(process.argv.slice(2), {
   outPrefix: 'leaderhook-kopf',
 });
 connectTestCluster();
+await refuseLeftovers('bench:kopf');
 const { timeoutMs, out } = args;
 const scenarios = args.scenarios.map((name) => SCENARIO_LIST.find((s) => s.name === name)!);
 /** With --append, this run's trials are numbered after those the record holds. */

@@ -15,12 +15,13 @@
  * Refuses to run outside the cluster's network namespace (test/support/kube.ts).
  */
 import { parseArgs } from 'node:util';
-import { connectTestCluster, core, createTestNamespace } from '../support/kube.ts';
+import { connectTestCluster, core, createTestNamespace, refuseLeftovers } from '../support/kube.ts';
 import { INJECTION_LABEL, installLeaderhook } from '../support/leaderhook.ts';
 import { gatedKubebuilderPod, isInjected, KUBEBUILDER_SERVICE_ACCOUNT } from '../support/pod-create-load.ts';
 import { percentile } from './stats.ts';
 
 connectTestCluster();
+await refuseLeftovers('pod-create');
 
 const usage = 'usage: test/cluster/in-netns.sh node_modules/.bin/node test/bench/pod-create.bench.ts [--creates 500] [--warmup 50]\n';
 const { values } = parseArgs({

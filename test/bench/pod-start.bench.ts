@@ -26,7 +26,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { V1Pod } from '@kubernetes/client-node';
 import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
-import { connectTestCluster, core, createTestNamespace } from '../support/kube.ts';
+import { connectTestCluster, core, createTestNamespace, refuseLeftovers } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
 import { grantReleaseHook, injectedWithTestImage } from '../support/leaderhook.ts';
 import type { PodStartSamples } from '../matrix/compatibility.ts';
@@ -34,6 +34,7 @@ import { containerPid, statusKiB } from './container-cgroup.ts';
 import { percentile } from './stats.ts';
 
 connectTestCluster();
+await refuseLeftovers('pod-start');
 
 const { values } = parseArgs({
   options: {

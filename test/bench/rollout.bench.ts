@@ -32,7 +32,7 @@
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
-import { apps, connectTestCluster, core, createTestNamespace } from '../support/kube.ts';
+import { apps, connectTestCluster, core, createTestNamespace, refuseLeftovers } from '../support/kube.ts';
 import { deleteNamespaceAndWait, grantReleaseHook, injectTemplate, kubectl } from '../support/leaderhook.ts';
 import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
 import { readBody, sendApiRequest } from '../support/raw-api.ts';
@@ -51,6 +51,7 @@ const args = parseBenchArgs(usage, { replicas: { default: 100, min: 1 }, trials:
 const { replicas, trials } = args;
 // after the options: --help and a bad option answer anywhere, before the cluster guard
 connectTestCluster();
+await refuseLeftovers('bench:rollout');
 
 const OPERATOR = 'lease-operator';
 /** The Deployment's default maxSurge: a rollout runs up to this share of replicas more pods. */

@@ -48,7 +48,7 @@ import {
   waitFor,
 } from '../integration/releaser/harness.ts';
 import { compile, type HookProcess, startHookProcess } from '../integration/releaser/hook-process.ts';
-import { connectTestCluster } from '../support/kube.ts';
+import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
 import { readBody, sendApiRequest } from '../support/raw-api.ts';
 import { type ApiServerSample, costBetween, ratesBetween, sampleOf } from './apiserver-metrics.ts';
 import { statusKiB } from './container-cgroup.ts';
@@ -56,6 +56,7 @@ import { median, percentile } from './stats.ts';
 import type { ScaleRecord, ScaleRun } from './scale-report.ts';
 
 connectTestCluster();
+await refuseLeftovers('bench:scale');
 
 const usage = `usage: npm run bench:scale -- [--hooks 100,300] [--replicas 2,20,100] [--window 60] [--cli dist/cli.js] [--json FILE]
 

@@ -24,7 +24,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { createOperatorsNamespace, lockOf, type OperatorName, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
 import { clusterProcessFaultsUnavailable, WEBHOOK_NAMESPACE } from '../support/faults.ts';
-import { connectTestCluster } from '../support/kube.ts';
+import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
 import { deleteNamespaceAndWait, installLeaderhook } from '../support/leaderhook.ts';
 import { say } from '../support/progress.ts';
 import { newestRv, splitBrainViolations } from '../support/recording.ts';
@@ -120,6 +120,7 @@ try {
 }
 // options first: --help and a bad option answer on any machine
 connectTestCluster();
+await refuseLeftovers('bench:soak');
 
 interface SoakNamespace extends OperatorsNamespace {
   operator: OperatorName;

@@ -93,6 +93,33 @@ export function apiStatus(error: unknown): number | undefined {
   return error instanceof ApiException ? error.code : undefined;
 }
 
+/** The label every namespace and fake node the tests and benchmarks make carries. */
+export const TEST_LABEL = 'leaderhook.io/test';
+/** npm run demo's namespaces, which it leaves running for a look afterwards. */
+const DEMO_NAMESPACES = ['demo-with-leaderhook', 'demo-without-leaderhook'];
+
+/**
+ * Refuses to measure on a cluster that still holds namespaces or fake nodes
+ * of an earlier run (one cut short, or the demo's): their operators would run
+ * beside the benchmark's and it would time their load too. Namespaces being
+ * deleted are let be: they are on their way out. `npm run cluster:clean`
+ * (test/cluster/clean.sh) removes the rest.
+ */
+export async function refuseLeftovers(benchmark: string): Promise<void> {
+  const namespaces = (await core.listNamespace()).items
+    .filter((ns) => ns.metadata?.labels?.[TEST_LABEL] !== undefined || DEMO_NAMESPACES.includes(ns.metadata?.name ?? ''))
+    .filter((ns) => ns.metadata?.deletionTimestamp === undefined)
+    .map((ns) => ns.metadata?.name as string);
+  const nodes = (await core.listNode({ labelSelector: TEST_LABEL })).items.map((node) => node.metadata?.name as string);
+  if (namespaces.length === 0 && nodes.length === 0) return;
+  const named = (kind: string, names: string[]) =>
+    `${names.length} ${kind}${names.length === 1 ? '' : 's'} (${names.slice(0, 4).join(', ')}${names.length > 4 ? ', ...' : ''})`;
+  throw new Error(
+    `${benchmark}: the cluster still holds ${[named('namespace', namespaces), named('fake node', nodes)].filter((_, i) => [namespaces, nodes][i]?.length).join(' and ')} ` +
+      'of an earlier run, whose operators would run beside this one: run npm run cluster:clean first',
+  );
+}
+
 export interface TestNamespace {
   name: string;
   /** Deletes the namespace (and so everything in it); does not wait for it to be gone. */
@@ -108,7 +135,7 @@ export async function createTestNamespace(prefix: string, labels: Record<string,
   if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name)) {
     throw new Error(`test namespace name ${JSON.stringify(name)} is not a DNS label: use a short lowercase prefix`);
   }
-  await core.createNamespace({ body: { metadata: { name, labels: { 'leaderhook.io/test': 'true', ...labels } } } });
+  await core.createNamespace({ body: { metadata: { name, labels: { [TEST_LABEL]: 'true', ...labels } } } });
   const cleanup = async (): Promise<void> => {
     try {
       await core.deleteNamespace({ name, propagationPolicy: 'Background' });

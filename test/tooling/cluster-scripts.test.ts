@@ -43,6 +43,12 @@ test('up.sh refuses an unknown argument and prints its usage', () => {
   assert.match(stderr, /--nodes N/);
 });
 
+test('clean.sh refuses any argument', () => {
+  const { status, stderr } = run('clean.sh', ['--all']);
+  assert.equal(status, 1);
+  assert.match(stderr, /usage: clean\.sh \(no arguments; unknown: --all\)/);
+});
+
 test('build.sh refuses a version it does not know, naming the ones it does', () => {
   const { status, stderr } = run('build.sh', ['--version', '1.29']);
   assert.equal(status, 1);
