@@ -24,6 +24,8 @@
  *   kopf's cleanup (a process that crashes while stopping): without
  *   leaderhook the standby waits for the entry to expire; with it, the old
  *   pod's hook removes the entry by R1 and the standby resumes at once;
+ * - the same with the deleted pod held Terminating by a finalizer until the
+ *   standby leads: kopf's entry does not name the pod object, so the same;
  * - the leader failed by its kubelet (activeDeadlineSeconds) while ignoring
  *   SIGTERM, its pod never deleted: without leaderhook the standby waits for
  *   the entry to expire; with it, the standby's hook removes the entry by R2
@@ -203,16 +205,19 @@ function assertHookRemovedEntry(scenario: KopfScenario, failover: KopfFailover, 
  * kopf's cleanup (a process that crashes while stopping): its entry stays.
  * Without leaderhook the standby waits for it to expire; with it, the old
  * pod's hook gets its SIGTERM once the operator container has stopped, well
- * before the deadline, and removes the entry by R1.
+ * before the deadline, and removes the entry by R1. With the pod held
+ * Terminating by a finalizer until the standby leads, the same: kopf's entry
+ * does not name the pod object, and R1 needs only the pod's deletion and its
+ * operator stopped.
  */
-async function crashedExit(t: TestContext, hook: boolean): Promise<void> {
+async function crashedExit(t: TestContext, hook: boolean, { heldTerminating = false } = {}): Promise<void> {
   const scenario = await setUp(t, hook, ['--exit-on-sigterm']);
-  const failover = await deleteLeader(scenario, 120_000);
+  const failover = await deleteLeader(scenario, 120_000, { heldTerminating });
   await finish(scenario);
   const { recording } = scenario;
   printTimeline(
     t,
-    `kopf-operator ${hook ? 'with' : 'without'} leaderhook, leader exits on SIGTERM without cleanup`,
+    `kopf-operator ${hook ? 'with' : 'without'} leaderhook, leader exits on SIGTERM without cleanup${heldTerminating ? ', its pod held Terminating' : ''}`,
     kopfMarks(scenario, failover, hook),
     failover.deleteIssued,
     out,
@@ -281,6 +286,10 @@ describe('kopf-operator (kopf peering: KopfPeering entries by priority, identity
     crashedExit(t, false));
   test('with leaderhook: the leader exits on SIGTERM without cleanup, its hook removes the entry (R1) and the standby leads at once', (t) =>
     crashedExit(t, true));
+  test('without leaderhook (control): the same with the leader pod held Terminating, the standby leads only once the entry has expired', (t) =>
+    crashedExit(t, false, { heldTerminating: true }));
+  test('with leaderhook: the same with the leader pod held Terminating, its hook removes the entry (R1) while the pod object is Terminating', (t) =>
+    crashedExit(t, true, { heldTerminating: true }));
   test('without leaderhook (control): the leader failed by its kubelet, never deleted, the standby leads only once the entry has expired', (t) =>
     failedLeader(t, false));
   test("with leaderhook: the leader failed by its kubelet, the standby's hook removes the entry (R2) and the standby leads", (t) => failedLeader(t, true));

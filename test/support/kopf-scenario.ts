@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CustomObjectsApi, type V1Lease, type V1PodSpec, type V1Role, type V1RoleBinding, type V1StatefulSet, Watch } from '@kubernetes/client-node';
 import { core, createTestNamespace, kubeConfig, rbac } from './kube.ts';
-import { failByDeadline, grantKopfPeering, grantReleaseHook, INJECTION_LABEL, kubectl } from './leaderhook.ts';
+import { failByDeadline, grantKopfPeering, grantReleaseHook, holdTerminating, INJECTION_LABEL, kubectl, releaseTerminating } from './leaderhook.ts';
 import { applyOperatorRbac, kopfPeering, OPERATOR_CONTAINER, operatorObjects, RELEASE_HOOK_CONTAINER, record } from './operators.ts';
 import type { Recording } from './recorder.ts';
 import { type Heartbeat, heartbeats, hookSigtermLine, logOf, operatorExited, podGone, releaseEvents, waitForRecorded } from './recording.ts';
@@ -237,11 +237,30 @@ export interface KopfFailover {
 }
 
 /** Deletes the leader pod; waits until the standby leads (and has written a heartbeat), the leader's entry is gone and the old pod object too. */
-export async function deleteLeader(scenario: KopfScenario, timeoutMs: number): Promise<KopfFailover> {
-  const deleteIssued = Date.now();
-  await core.deleteNamespacedPod({ name: LEADER, namespace: scenario.namespace });
-  const failover = await standbyTakesOver(scenario, deleteIssued, timeoutMs);
-  await waitForRecorded(scenario.recording, `pod ${LEADER} to be gone`, async () => podGone(scenario.recording, LEADER), 60_000);
+export async function deleteLeader(scenario: KopfScenario, timeoutMs: number, { heldTerminating = false } = {}): Promise<KopfFailover> {
+  const { namespace, recording } = scenario;
+  if (!heldTerminating) {
+    const deleteIssued = Date.now();
+    await core.deleteNamespacedPod({ name: LEADER, namespace });
+    const failover = await standbyTakesOver(scenario, deleteIssued, timeoutMs);
+    await waitForRecorded(recording, `pod ${LEADER} to be gone`, async () => podGone(recording, LEADER), 60_000);
+    return failover;
+  }
+  const leaderUid = (await core.readNamespacedPod({ name: LEADER, namespace })).metadata?.uid;
+  holdTerminating(namespace, LEADER);
+  let failover: KopfFailover;
+  // From here on the finalizer must go whatever happens, or the namespace could never be deleted.
+  try {
+    const deleteIssued = Date.now();
+    await core.deleteNamespacedPod({ name: LEADER, namespace });
+    failover = await standbyTakesOver(scenario, deleteIssued, timeoutMs);
+    const old = await core.readNamespacedPod({ name: LEADER, namespace });
+    assert.equal(old.metadata?.uid, leaderUid, 'the old leader pod object still exists while the standby leads');
+    assert.ok(old.metadata?.deletionTimestamp, 'the old leader pod is Terminating');
+  } finally {
+    releaseTerminating(namespace, LEADER);
+  }
+  await waitForRecorded(recording, `pod ${LEADER} to be gone`, async () => podGone(recording, LEADER), 60_000);
   return failover;
 }
 
