@@ -152,6 +152,8 @@ export interface ApiServerCost {
   seconds: number;
   requests: Record<string, number>;
   responseBytes: number;
+  /** The same by `VERB resource`: which requests the bytes answered. */
+  responseBytesByRequest: Record<string, number>;
   watchEventBytes: number;
   cpuSeconds: number;
 }
@@ -163,6 +165,7 @@ export function costBetween(a: ApiServerSample, b: ApiServerSample): ApiServerCo
     seconds: r.seconds,
     requests: times(r.requestsPerSecond),
     responseBytes: Math.round(r.requestBytesPerSecond * r.seconds),
+    responseBytesByRequest: deltas(a.responseBytes, b.responseBytes, 1),
     watchEventBytes: Math.round(r.watchBytesPerSecond * r.seconds),
     cpuSeconds: b.cpuSeconds - a.cpuSeconds,
   };

@@ -187,23 +187,23 @@ for (let trial = 1; trial <= trials; trial++) {
 }
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
-/** The largest request counts, `VERB resource n`, most first. */
-function topRequests(requests: Record<string, number>, n = 5): string {
-  return Object.entries(requests)
+/** The largest of `counts` by `VERB resource`, most first, each as `format` writes it. */
+function top(counts: Record<string, number>, format: (v: number) => string = String, n = 5): string {
+  return Object.entries(counts)
     .sort((a, b) => b[1] - a[1])
     .slice(0, n)
-    .map(([k, v]) => `${k} ${v}`)
+    .map(([k, v]) => `${k} ${format(v)}`)
     .join(', ');
 }
 process.stdout.write(
   `# ${OPERATOR}, ${replicas} replicas, without and with the release hook; ${cpus().length} cores\n` +
-    '| mode | trial | create → all Ready s | requests | API server CPU s | response MiB | restart → rollout complete s | → old pods gone s | requests | API server CPU s | response MiB | rollout requests (most first) |\n' +
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n' +
+    '| mode | trial | create → all Ready s | requests | API server CPU s | response MiB | restart → rollout complete s | → old pods gone s | requests | API server CPU s | response MiB | rollout requests (most first) | rollout response MiB (most first) |\n' +
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n' +
     runs
       .map(
         (r) =>
           `| ${r.mode} | ${r.trial} | ${r.createSeconds.toFixed(1)} | ${sumOf(r.create.requests)} | ${r.create.cpuSeconds.toFixed(1)} | ${mib(r.create.responseBytes)} | ` +
-          `${r.rolloutSeconds.toFixed(1)} | ${r.oldPodsGoneSeconds.toFixed(1)} | ${sumOf(r.rollout.requests)} | ${r.rollout.cpuSeconds.toFixed(1)} | ${mib(r.rollout.responseBytes)} | ${topRequests(r.rollout.requests)} |`,
+          `${r.rolloutSeconds.toFixed(1)} | ${r.oldPodsGoneSeconds.toFixed(1)} | ${sumOf(r.rollout.requests)} | ${r.rollout.cpuSeconds.toFixed(1)} | ${mib(r.rollout.responseBytes)} | ${top(r.rollout.requests)} | ${top(r.rollout.responseBytesByRequest, mib)} |`,
       )
       .join('\n') +
     '\n',

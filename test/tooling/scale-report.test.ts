@@ -64,6 +64,7 @@ describe('the API server sample', () => {
     assert.equal(r.cpuCores, 0.05);
     assert.equal(r.watches, 14);
     assert.deepEqual(costBetween(before, after).requests, { 'GET leases': 60, 'LIST pods': 20 });
+    assert.deepEqual(costBetween(before, after).responseBytesByRequest, { 'LIST pods': 20_000 }, 'response bytes by request, only what moved');
   });
 
   test('refuses samples out of order, an API server restarted between them, and a line it cannot read', () => {
