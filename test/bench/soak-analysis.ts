@@ -31,8 +31,12 @@ export interface SoakFaultRecord {
   namespace: string;
   /** Ignored for a cluster-wide fault, which hits both modes at once. */
   withLeaderhook: boolean;
-  /** Skipped: nothing to hit at that moment (no leader, the pod already going). */
-  outcome: 'applied' | 'skipped';
+  /**
+   * Skipped: nothing to hit at that moment (no leader, the pod already
+   * going). Failed: there was, but applying the fault threw (detail says
+   * why): the driver's trouble, not the cluster's answer.
+   */
+  outcome: 'applied' | 'skipped' | 'failed';
   detail?: string;
 }
 
@@ -303,6 +307,7 @@ export interface FaultCounts {
   fault: string;
   applied: Record<FaultMode, number>;
   skipped: Record<FaultMode, number>;
+  failed: Record<FaultMode, number>;
 }
 
 export interface ModeTotals {
@@ -341,7 +346,8 @@ function faultCounts(faults: readonly SoakFaultRecord[]): FaultCounts[] {
   const named = new Set(faults.map((record) => record.fault));
   const order = [...known.filter((fault) => named.has(fault)), ...[...named].filter((fault) => !known.includes(fault)).sort()];
   return order.map((fault) => {
-    const counts: FaultCounts = { fault, applied: { with: 0, without: 0, cluster: 0 }, skipped: { with: 0, without: 0, cluster: 0 } };
+    const none = (): Record<FaultMode, number> => ({ with: 0, without: 0, cluster: 0 });
+    const counts: FaultCounts = { fault, applied: none(), skipped: none(), failed: none() };
     for (const record of faults.filter((r) => r.fault === fault)) counts[record.outcome][modeOf(record)]++;
     return counts;
   });

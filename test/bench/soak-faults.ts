@@ -6,7 +6,9 @@
  * a crash or an OOM kill; the kubelet restarts it in the same pod), a webhook
  * replica deleted, the API server killed and started again. A fault with
  * nothing to hit at its moment (no leader, the leader already going) is
- * skipped and recorded so, never moved to another target.
+ * skipped and recorded so, never moved to another target; one whose
+ * applying throws (its process not found, a request refused) is recorded as
+ * failed, with the error.
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { containerStatus } from '../support/container-runs.ts';
@@ -52,7 +54,7 @@ function killContainer(on: FaultTarget, container: string): FaultOutcome {
   try {
     pid = containerPid(status.containerID, hit.pod.spec?.nodeName);
   } catch (error) {
-    return skipped(hit.name, (error as Error).message);
+    return { target: hit.name, outcome: 'failed', detail: `its ${container} container's PID: ${(error as Error).message}` };
   }
   process.kill(pid, 'SIGKILL');
   return { target: hit.name, outcome: 'applied', detail: `${container} PID ${pid}, restart count was ${status.restartCount}` };

@@ -48,13 +48,16 @@ const MODE_COLUMNS: readonly { mode: FaultMode; label: string }[] = [
   { mode: 'cluster', label: 'cluster-wide' },
 ];
 
-/** Applied, and skipped where some were; "—" where the fault cannot land in that column. */
+/** Applied, and skipped or failed where some were; "—" where the fault cannot land in that column. */
 function faultCell(counts: FaultCounts, mode: FaultMode): string {
   const scope = soakFaultText(counts.fault)?.scope;
   const applies = scope === undefined || (scope === 'cluster') === (mode === 'cluster');
   if (!applies) return '—';
-  const skipped = counts.skipped[mode];
-  return skipped > 0 ? `${counts.applied[mode]} (${skipped} skipped)` : String(counts.applied[mode]);
+  const notApplied = [
+    ...(counts.skipped[mode] > 0 ? [`${counts.skipped[mode]} skipped`] : []),
+    ...(counts.failed[mode] > 0 ? [`${counts.failed[mode]} failed`] : []),
+  ];
+  return notApplied.length > 0 ? `${counts.applied[mode]} (${notApplied.join(', ')})` : String(counts.applied[mode]);
 }
 
 function faultTable(faults: readonly FaultCounts[]): string[] {
@@ -255,7 +258,7 @@ export function renderSoakMarkdown(records: readonly SoakRecord[]): string {
   const leaks = { hook: leakVerdict(memorySeries(records, 'hook')), webhook: leakVerdict(memorySeries(records, 'webhook')) };
   const results = targets(records, totals, leaks);
   const met = results.filter((result) => result.verdict === 'met').length;
-  const sum = (outcome: 'applied' | 'skipped') =>
+  const sum = (outcome: 'applied' | 'skipped' | 'failed') =>
     totals.faults.reduce((total, counts) => total + counts[outcome].with + counts[outcome].without + counts[outcome].cluster, 0);
   const namespaces = (withLeaderhook: boolean) =>
     new Set(
@@ -273,7 +276,7 @@ export function renderSoakMarkdown(records: readonly SoakRecord[]): string {
     '```',
     '',
     `Run ${when(run)}; asked for ${hoursMinutes(run.durationMs)}, seed ${run.seed}.`,
-    `${sum('applied')} faults applied, ${sum('skipped')} skipped (nothing to hit at that moment), in namespaces checked: ${namespaces(true)} with leaderhook, ${namespaces(false)} without.`,
+    `${sum('applied')} faults applied, ${sum('skipped')} skipped (nothing to hit at that moment)${sum('failed') > 0 ? `, ${sum('failed')} failed (applying them threw: the record's fault lines say why)` : ''}, in namespaces checked: ${namespaces(true)} with leaderhook, ${namespaces(false)} without.`,
     '',
     '## Faults',
     '',

@@ -271,8 +271,8 @@ async function main(): Promise<void> {
         const at = atMs();
         const outcome = await applyFault(planned.fault, target).catch((error: unknown) => ({
           target: target?.leader ?? '',
-          outcome: 'skipped' as const,
-          detail: `failed: ${(error as Error).message}`,
+          outcome: 'failed' as const,
+          detail: (error as Error).message,
         }));
         write({
           kind: 'fault',

@@ -171,19 +171,22 @@ test("a restart right after a crash or kill of that container is the soak's; one
   assert.equal(soakTotals(late, 120_000).causedRestarts, 1, 'the window given is the one used');
 });
 
-test('faults are counted per kind and mode, cluster-wide ones apart, skipped ones apart, unknown kinds last', () => {
+test('faults are counted per kind and mode, cluster-wide ones apart, skipped and failed ones apart, unknown kinds last', () => {
   const totals = soakTotals([
     fault(1, 'evict', 'p', { withLeaderhook: false }),
     fault(2, 'delete-leader', 'p'),
     fault(3, 'delete-leader', 'p', { outcome: 'skipped' }),
     fault(4, 'restart-apiserver', 'kube-apiserver', { withLeaderhook: true }),
     fault(5, 'zap', 'p'),
+    fault(6, 'kill-hook', 'p', { outcome: 'failed' }),
   ]);
+  const none = { with: 0, without: 0, cluster: 0 };
   assert.deepEqual(totals.faults, [
-    { fault: 'delete-leader', applied: { with: 1, without: 0, cluster: 0 }, skipped: { with: 1, without: 0, cluster: 0 } },
-    { fault: 'evict', applied: { with: 0, without: 1, cluster: 0 }, skipped: { with: 0, without: 0, cluster: 0 } },
-    { fault: 'restart-apiserver', applied: { with: 0, without: 0, cluster: 1 }, skipped: { with: 0, without: 0, cluster: 0 } },
-    { fault: 'zap', applied: { with: 1, without: 0, cluster: 0 }, skipped: { with: 0, without: 0, cluster: 0 } },
+    { fault: 'delete-leader', applied: { with: 1, without: 0, cluster: 0 }, skipped: { with: 1, without: 0, cluster: 0 }, failed: none },
+    { fault: 'evict', applied: { with: 0, without: 1, cluster: 0 }, skipped: none, failed: none },
+    { fault: 'kill-hook', applied: none, skipped: none, failed: { with: 1, without: 0, cluster: 0 } },
+    { fault: 'restart-apiserver', applied: { with: 0, without: 0, cluster: 1 }, skipped: none, failed: none },
+    { fault: 'zap', applied: { with: 1, without: 0, cluster: 0 }, skipped: none, failed: none },
   ]);
 });
 

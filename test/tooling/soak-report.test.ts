@@ -33,6 +33,29 @@ test('the same record in another order renders the same bytes, and one without i
   assert.throws(() => renderSoakMarkdown(sample.filter((record) => record.kind !== 'run')), /exactly one "run" line; this one has 0/);
 });
 
+test('a fault whose applying threw is counted as failed, apart from the skipped, and named in the summary; none failed adds nothing', () => {
+  assert.ok(!renderSoakMarkdown(sample).includes('failed'), 'the golden record has no failed fault');
+  const markdown = renderSoakMarkdown([
+    ...sample,
+    {
+      kind: 'fault',
+      atMs: 1_000_000,
+      fault: 'crash-operator',
+      target: 'p',
+      namespace: 'soak-with',
+      withLeaderhook: true,
+      outcome: 'failed',
+      detail: 'no such process',
+    },
+  ]);
+  assert.match(markdown, /, 1 failed \(applying them threw: the record's fault lines say why\),/);
+  const row = cells(markdown.split('\n').find((line) => line.includes('operator container crashed')));
+  assert.ok(
+    row.some((cell) => /\(1 failed\)$/.test(cell)),
+    `the operator crash's row counts it as failed: ${row.join(' | ')}`,
+  );
+});
+
 test('split brain or a lock held by a dead pod with leaderhook turns its target; the same without leaderhook does not', () => {
   const check = (withLeaderhook: boolean, splitBrain: number, lockHeldByDeadPod: number): SoakRecord => ({
     kind: 'check',
