@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { costBetween, parseExposition, ratesBetween, SAMPLED_SERIES, sampleOf } from '../bench/apiserver-metrics.ts';
-import { perHook, renderExtrapolation, renderScaleTables, replaceScaleBlock, type ScaleRecord, type ScaleRun } from '../bench/scale-report.ts';
+import { perHook, renderExtrapolation, renderScaleTables, replaceScaleBlock, type ScaleRecord, type ScaleRun, startAdded } from '../bench/scale-report.ts';
 
 function exposition(o: {
   getLeases: number;
@@ -83,7 +83,17 @@ describe('the per-hook figures', () => {
     namespaces: 1,
     without: idle,
     with: { ...idle, cpuCores: 0.15, watches: 44, watchEventsPerSecond: { leases: 15 }, residentBytes: idle.residentBytes + 10 * 2 ** 20 },
-    start: { ...costBetween(before, after), readyMsP50: 900, readyMsP90: 1500 },
+    // 10 s of starts, over a baseline of 1 GET leases and 1/3 LIST pods a second, 333 response bytes a second, 0.05 cores
+    start: {
+      seconds: 10,
+      requests: { 'GET leases': 40, 'POST selfsubjectaccessreviews': 130, 'LIST pods': 2 },
+      responseBytes: 10_000,
+      responseBytesByRequest: {},
+      watchEventBytes: 0,
+      cpuSeconds: 1.5,
+      readyMsP50: 900,
+      readyMsP90: 1500,
+    },
     hook: { cpuMsPerSecondP50: 0.5, cpuMsPerSecondP90: 1, cpuMsPerSecondTotal: 5, rssKiBP50: 60_000, rssAnonKiBP50: 18_000, rssAnonKiBMax: 19_000, exited: 0 },
   };
 
@@ -93,7 +103,13 @@ describe('the per-hook figures', () => {
     assert.equal(h.watches, 3);
     assert.equal(h.watchEventsPerSecond, 0.5);
     assert.equal(h.residentKiB, 1024);
-    assert.equal(h.startRequests, 8);
+    assert.equal(h.startRequests, 16);
+  });
+
+  test("a start's cost is what it added over the operators' own load in as many seconds; a count below that is 0", () => {
+    assert.deepEqual(startAdded(run).requests, { 'GET leases': 30, 'POST selfsubjectaccessreviews': 130 });
+    assert.equal(Math.round(startAdded(run).responseBytes), 6667);
+    assert.equal(Math.round(perHook(run).startCpuMs), 100);
   });
 
   test('renders every run, and the extrapolation from the largest run of each namespace size', () => {
