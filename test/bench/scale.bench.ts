@@ -117,6 +117,8 @@ interface OperatorNamespace {
   ns: TestNamespace;
   pods: { name: string; uid: string }[];
   lease: Lease;
+  /** A renewal of its Lease is on its way: the next waits for it, as an elector's does. */
+  renewing?: boolean;
 }
 
 async function createOperators(node: string, namespaces: number, replicas: number): Promise<OperatorNamespace[]> {
@@ -138,7 +140,11 @@ async function createOperators(node: string, namespaces: number, replicas: numbe
   return out;
 }
 
-/** Renews every namespace's Lease every 2 s, spread over the period, as each leader's elector would; stops when `signal` aborts. */
+/**
+ * Renews every namespace's Lease every 2 s, spread over the period, as each
+ * leader's elector would (a renewal still on its way is not overlapped: the
+ * round skips that Lease); stops when `signal` aborts.
+ */
 function renewLeases(operators: OperatorNamespace[], signal: AbortSignal): Promise<void> {
   const kube = admin();
   const renewOne = async (o: OperatorNamespace) => {
@@ -148,7 +154,10 @@ function renewLeases(operators: OperatorNamespace[], signal: AbortSignal): Promi
     o.lease = await (await kube).request<Lease>({ method: 'PUT', path, body }).catch(async (err: unknown) => {
       // a conflict means the version moved: read it again, as the elector does
       progress(`renewal of ${o.ns.name} failed (${String(err).slice(0, 120)}); reading it again`);
-      return (await kube).getLease(o.ns.name, 'operator-lock');
+      return (await kube).getLease(o.ns.name, 'operator-lock').catch((readErr: unknown) => {
+        progress(`reading ${o.ns.name}'s Lease again failed too (${String(readErr).slice(0, 120)}); the next round tries again`);
+        return o.lease;
+      });
     });
   };
   return (async () => {
@@ -159,7 +168,13 @@ function renewLeases(operators: OperatorNamespace[], signal: AbortSignal): Promi
         const wait = due - performance.now();
         if (wait > 0) await sleep(wait);
         if (signal.aborted) return;
-        void renewOne(o);
+        // an elector renews again only once its last renewal has answered: one that
+        // overlapped it would carry a stale resourceVersion and only conflict
+        if (o.renewing) continue;
+        o.renewing = true;
+        void renewOne(o).finally(() => {
+          o.renewing = false;
+        });
       }
       const rest = round + RENEW_EVERY_MS - performance.now();
       if (rest > 0) await sleep(rest);
