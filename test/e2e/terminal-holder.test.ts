@@ -10,13 +10,14 @@
  * spec.hostname no other pod has), and for the Leases client-go's
  * LeaderElector and the Java Operator SDK hold as the pod's name: the
  * standby's hook writes the leaderless record (R2 for Leases held by
- * identity) and the standby leads before the lease would have run out.
+ * identity) and the standby leads before the lease would have run out;
+ * without leaderhook (the controls), only once it has.
  *
  * Needs the leaderhook and operator images (scripts/build-local-image.sh,
  * test/operators/build.sh).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, type TestContext, test } from 'node:test';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { connectTestCluster, coordination, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
@@ -128,6 +129,90 @@ const leaseOperators: LeaseOperator[] = [
   { operator: 'josdk-operator', lease: 'josdk-operator-lock', leaderSpec: {}, names: (identity, pod) => identity === pod },
 ];
 
+/**
+ * A Lease leader failed by its kubelet and never deleted, with a standby
+ * trying: with leaderhook, the standby's hook writes the leaderless record by
+ * R2 and the standby takes the Lease before it would have expired; without
+ * it (control), the standby takes it only once it has expired, and no
+ * release is recorded.
+ */
+async function leaseHolderFailed(t: TestContext, { operator, lease: LEASE, leaderSpec, names }: LeaseOperator, withLeaderhook: boolean): Promise<void> {
+  const ns = await createTestNamespace('e2e-terminal-lease', withLeaderhook ? INJECTION_LABEL : {});
+  t.after(() => ns.cleanup());
+  await applyOperatorRbac(ns.name);
+  if (withLeaderhook) await grantReleaseHook(ns.name, 'test-operator');
+  const readLease = () => coordination.readNamespacedLease({ name: LEASE, namespace: ns.name });
+  const t0 = Date.now();
+  const since = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
+  await core.createNamespacedPod({ namespace: ns.name, body: operatorPod('leader', DEADLINE_SECONDS, operator, leaderSpec) });
+  const held = await waitFor(
+    'pod leader to hold the Lease',
+    async () => {
+      const lease = await readLease().catch(() => undefined);
+      return names(lease?.spec?.holderIdentity, 'leader') ? lease : undefined;
+    },
+    90_000,
+  );
+  t.diagnostic(`${since()} leader holds ${LEASE} as ${held.spec?.holderIdentity}`);
+  await core.createNamespacedPod({ namespace: ns.name, body: operatorPod('standby', undefined, operator) });
+  // the standby's process up and asking for the Lease, so that how soon it leads is the hook's doing, not its start's
+  await waitFor(
+    'the standby to try for the Lease',
+    async () => (await core.readNamespacedPodLog({ name: 'standby', namespace: ns.name, container: OPERATOR_CONTAINER })).includes('"msg":"trying"'),
+    90_000,
+  );
+
+  // the leader's last renewal, as seen until the kubelet fails it (the hook may release right after)
+  let lastRenewal = held;
+  const failed = await waitFor(
+    'the kubelet to fail the leader (DeadlineExceeded)',
+    async () => {
+      const lease = await readLease();
+      if (lease.spec?.holderIdentity === held.spec?.holderIdentity) lastRenewal = lease;
+      const pod = await core.readNamespacedPod({ name: 'leader', namespace: ns.name });
+      return pod.status?.phase === 'Failed' ? pod : undefined;
+    },
+    (DEADLINE_SECONDS + 60) * 1000,
+  );
+  assert.equal(failed.status?.reason, 'DeadlineExceeded');
+  t.diagnostic(`${since()} leader Failed; its last renewal seen ${new Date(msOf(lastRenewal.spec?.renewTime)).toISOString()}`);
+
+  const taken = await waitFor(
+    'the standby to hold the Lease',
+    async () => {
+      const lease = await readLease();
+      return names(lease.spec?.holderIdentity, 'standby') ? lease : undefined;
+    },
+    60_000,
+  );
+  const renewed = msOf(lastRenewal.spec?.renewTime);
+  const expiry = renewed + (lastRenewal.spec?.leaseDurationSeconds ?? 15) * 1000;
+  const acquired = msOf(taken.spec?.acquireTime);
+  t.diagnostic(
+    `${since()} standby acquired ${((acquired - renewed) / 1000).toFixed(1)}s after the leader's last renewal (the lease would have run out at +${((expiry - renewed) / 1000).toFixed(0)}s)`,
+  );
+  const old = await core.readNamespacedPod({ name: 'leader', namespace: ns.name });
+  assert.equal(old.metadata?.uid, failed.metadata?.uid, 'the old leader pod still exists');
+  const events = await core.listNamespacedEvent({ namespace: ns.name });
+  if (!withLeaderhook) {
+    // Both times are the node's clock (the old leader's renewTime, the standby's acquireTime).
+    assert.ok(Number.isFinite(renewed) && acquired >= expiry, 'the standby took the Lease only once it had expired');
+    assert.deepEqual(
+      events.items.filter((e: CoreV1Event) => e.reason === 'LeaderLockReleased').map((e) => e.message),
+      [],
+      'no release recorded',
+    );
+    return;
+  }
+  assert.ok(Number.isFinite(renewed) && acquired < expiry, 'the standby took the Lease before it would have expired: the hook released it, not the clock');
+  const released = events.items.filter((e: CoreV1Event) => e.reason === 'LeaderLockReleased' && (e.message ?? '').includes(`Lease ${LEASE} (R2:`));
+  assert.ok(
+    released.some((e) => e.involvedObject.name === 'leader'),
+    `an R2 LeaderLockReleased Event on the leader: ${JSON.stringify(events.items.map((e) => [e.reason, e.message]))}`,
+  );
+  t.diagnostic(`event: ${released[0]?.message}`);
+}
+
 describe('a Lease leader that ends Failed without being deleted (kubelet: activeDeadlineSeconds)', () => {
   let uninstall: (() => Promise<void>) | undefined;
 
@@ -138,74 +223,12 @@ describe('a Lease leader that ends Failed without being deleted (kubelet: active
     await uninstall?.();
   });
 
-  for (const { operator, lease: LEASE, leaderSpec, names } of leaseOperators) {
+  for (const op of leaseOperators) {
     // controller-runtime's case keeps the name docs/compatibility/ records it by
-    const which = operator === 'lease-operator' ? '' : ` (${operator})`;
-    test(`R2 writes the leaderless record over the Failed holder's Lease; the standby leads before it would have expired${which}`, async (t) => {
-      const ns = await createTestNamespace('e2e-terminal-lease', INJECTION_LABEL);
-      t.after(() => ns.cleanup());
-      await applyOperatorRbac(ns.name);
-      await grantReleaseHook(ns.name, 'test-operator');
-      const readLease = () => coordination.readNamespacedLease({ name: LEASE, namespace: ns.name });
-      const t0 = Date.now();
-      const since = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
-      await core.createNamespacedPod({ namespace: ns.name, body: operatorPod('leader', DEADLINE_SECONDS, operator, leaderSpec) });
-      const held = await waitFor(
-        'pod leader to hold the Lease',
-        async () => {
-          const lease = await readLease().catch(() => undefined);
-          return names(lease?.spec?.holderIdentity, 'leader') ? lease : undefined;
-        },
-        90_000,
-      );
-      t.diagnostic(`${since()} leader holds ${LEASE} as ${held.spec?.holderIdentity}`);
-      await core.createNamespacedPod({ namespace: ns.name, body: operatorPod('standby', undefined, operator) });
-      // the standby's process up and asking for the Lease, so that how soon it leads is the hook's doing, not its start's
-      await waitFor(
-        'the standby to try for the Lease',
-        async () => (await core.readNamespacedPodLog({ name: 'standby', namespace: ns.name, container: OPERATOR_CONTAINER })).includes('"msg":"trying"'),
-        90_000,
-      );
-
-      // the leader's last renewal, as seen until the kubelet fails it (the hook may release right after)
-      let lastRenewal = held;
-      const failed = await waitFor(
-        'the kubelet to fail the leader (DeadlineExceeded)',
-        async () => {
-          const lease = await readLease();
-          if (lease.spec?.holderIdentity === held.spec?.holderIdentity) lastRenewal = lease;
-          const pod = await core.readNamespacedPod({ name: 'leader', namespace: ns.name });
-          return pod.status?.phase === 'Failed' ? pod : undefined;
-        },
-        (DEADLINE_SECONDS + 60) * 1000,
-      );
-      assert.equal(failed.status?.reason, 'DeadlineExceeded');
-      t.diagnostic(`${since()} leader Failed; its last renewal seen ${new Date(msOf(lastRenewal.spec?.renewTime)).toISOString()}`);
-
-      const taken = await waitFor(
-        'the standby to hold the Lease',
-        async () => {
-          const lease = await readLease();
-          return names(lease.spec?.holderIdentity, 'standby') ? lease : undefined;
-        },
-        60_000,
-      );
-      const renewed = msOf(lastRenewal.spec?.renewTime);
-      const expiry = renewed + (lastRenewal.spec?.leaseDurationSeconds ?? 15) * 1000;
-      const acquired = msOf(taken.spec?.acquireTime);
-      t.diagnostic(
-        `${since()} standby acquired ${((acquired - renewed) / 1000).toFixed(1)}s after the leader's last renewal (the lease would have run out at +${((expiry - renewed) / 1000).toFixed(0)}s)`,
-      );
-      assert.ok(Number.isFinite(renewed) && acquired < expiry, 'the standby took the Lease before it would have expired: the hook released it, not the clock');
-      const old = await core.readNamespacedPod({ name: 'leader', namespace: ns.name });
-      assert.equal(old.metadata?.uid, failed.metadata?.uid, 'the old leader pod still exists');
-      const events = await core.listNamespacedEvent({ namespace: ns.name });
-      const released = events.items.filter((e: CoreV1Event) => e.reason === 'LeaderLockReleased' && (e.message ?? '').includes(`Lease ${LEASE} (R2:`));
-      assert.ok(
-        released.some((e) => e.involvedObject.name === 'leader'),
-        `an R2 LeaderLockReleased Event on the leader: ${JSON.stringify(events.items.map((e) => [e.reason, e.message]))}`,
-      );
-      t.diagnostic(`event: ${released[0]?.message}`);
-    });
+    const which = op.operator === 'lease-operator' ? '' : ` (${op.operator})`;
+    test(`R2 writes the leaderless record over the Failed holder's Lease; the standby leads before it would have expired${which}`, (t) =>
+      leaseHolderFailed(t, op, true));
+    test(`without leaderhook (control): the standby leads only once the Failed holder's Lease has expired (${op.operator})`, (t) =>
+      leaseHolderFailed(t, op, false));
   }
 });
