@@ -42,7 +42,7 @@ export interface ApiServerSample {
   at: number;
   /** `VERB resource` → requests so far (apiserver_request_total). */
   requests: Record<string, number>;
-  /** `VERB resource` → response bytes so far (apiserver_response_sizes_sum; watch streams are not in it). */
+  /** `VERB resource` → response bytes so far (apiserver_response_sizes_sum; a WATCH's whole stream is counted only once it has ended). */
   responseBytes: Record<string, number>;
   /** resource → watch events sent so far, to every watcher (apiserver_watch_events_sizes_count). */
   watchEvents: Record<string, number>;
