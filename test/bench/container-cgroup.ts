@@ -40,6 +40,12 @@ export function statusKiB(pid: number, field: 'RssAnon' | 'VmRSS'): number {
 
 export interface CgroupReading {
   workingSetBytes: number;
+  /**
+   * The anonymous memory of the working set (v2 `anon`, v1 `total_rss`): the
+   * part no reclaim can give back. The rest is page cache, charged to the
+   * first cgroup that read a file (a node's first hook carries the image's).
+   */
+  anonBytes: number;
   /** CPU time used by the cgroup so far. */
   cpuNanos: number;
 }
@@ -68,11 +74,15 @@ export function readCgroup(dirs: { memory: string; cpu: string; v2: boolean }): 
     const stat = readFileSync(join(dirs.memory, 'memory.stat'), 'utf8');
     const usage = Number(readFileSync(join(dirs.memory, 'memory.current'), 'utf8'));
     const cpu = statField(readFileSync(join(dirs.cpu, 'cpu.stat'), 'utf8'), 'usage_usec') * 1000;
-    return { workingSetBytes: Math.max(0, usage - statField(stat, 'inactive_file')), cpuNanos: cpu };
+    return { workingSetBytes: Math.max(0, usage - statField(stat, 'inactive_file')), anonBytes: statField(stat, 'anon'), cpuNanos: cpu };
   }
   const stat = readFileSync(join(dirs.memory, 'memory.stat'), 'utf8');
   const usage = Number(readFileSync(join(dirs.memory, 'memory.usage_in_bytes'), 'utf8'));
   const cpuFile = join(dirs.cpu, 'cpuacct.usage');
   if (!existsSync(cpuFile)) throw new Error(`${cpuFile} is missing: no CPU accounting for this cgroup`);
-  return { workingSetBytes: Math.max(0, usage - statField(stat, 'total_inactive_file')), cpuNanos: Number(readFileSync(cpuFile, 'utf8')) };
+  return {
+    workingSetBytes: Math.max(0, usage - statField(stat, 'total_inactive_file')),
+    anonBytes: statField(stat, 'total_rss'),
+    cpuNanos: Number(readFileSync(cpuFile, 'utf8')),
+  };
 }

@@ -22,6 +22,8 @@ export interface HookSample {
   phase: HookPhase;
   at: number;
   workingSetMiB: number;
+  /** The anonymous part of the working set; absent in samples taken before it was read. */
+  anonMiB?: number;
   /** CPU millicores since this container's previous sample; absent on its first. */
   milliCores?: number;
 }
@@ -59,6 +61,7 @@ export async function sampleHooks(namespace: string, samples: HookSample[], stop
           phase,
           at,
           workingSetMiB: reading.workingSetBytes / 2 ** 20,
+          anonMiB: reading.anonBytes / 2 ** 20,
           ...(known ? { milliCores: (reading.cpuNanos - known.cpuNanos) / 1e6 / ((at - known.at) / 1000) } : {}),
         });
         last.set(id, { at, cpuNanos: reading.cpuNanos, dirs });
@@ -76,18 +79,24 @@ export interface HookPhaseSummary {
   samples: number;
   containers: number;
   workingSetMiB: { p50: number; p99: number; max: number };
+  /** Of the samples that read it; absent where none did (records from before it was sampled). */
+  anonMiB?: { p50: number; p99: number; max: number };
   milliCores: { p50: number; p99: number; max: number };
 }
 
 export function phaseSummary(samples: readonly HookSample[], phase: HookPhase): HookPhaseSummary {
-  const ws = samples.filter((s) => s.phase === phase).map((s) => s.workingSetMiB);
-  const cpu = samples.filter((s) => s.phase === phase && s.milliCores !== undefined).map((s) => s.milliCores as number);
+  const inPhase = samples.filter((s) => s.phase === phase);
+  const ws = inPhase.map((s) => s.workingSetMiB);
+  const anon = inPhase.filter((s) => s.anonMiB !== undefined).map((s) => s.anonMiB as number);
+  const cpu = inPhase.filter((s) => s.milliCores !== undefined).map((s) => s.milliCores as number);
+  const spread = (values: number[]) => ({ p50: percentile(values, 50), p99: percentile(values, 99), max: Math.max(...values) });
   return {
     phase,
     samples: ws.length,
-    containers: new Set(samples.filter((s) => s.phase === phase).map((s) => s.container)).size,
-    workingSetMiB: { p50: percentile(ws, 50), p99: percentile(ws, 99), max: Math.max(...ws) },
-    milliCores: { p50: percentile(cpu, 50), p99: percentile(cpu, 99), max: Math.max(...cpu) },
+    containers: new Set(inPhase.map((s) => s.container)).size,
+    workingSetMiB: spread(ws),
+    ...(anon.length > 0 ? { anonMiB: spread(anon) } : {}),
+    milliCores: spread(cpu),
   };
 }
 
@@ -96,12 +105,12 @@ export function phaseTable(title: string, phases: readonly HookPhaseSummary[]): 
   const f = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '—');
   return (
     `# ${title}\n` +
-    '| phase | containers | samples | working set MiB p50 / p99 / max | CPU mCPU p50 / p99 / max |\n| --- | ---: | ---: | ---: | ---: |\n' +
+    '| phase | containers | samples | working set MiB p50 / p99 / max | of it anonymous MiB p50 / p99 / max | CPU mCPU p50 / p99 / max |\n| --- | ---: | ---: | ---: | ---: | ---: |\n' +
     phases
-      .map(
-        (p) =>
-          `| ${p.phase} | ${p.containers} | ${p.samples} | ${f(p.workingSetMiB.p50)} / ${f(p.workingSetMiB.p99)} / ${f(p.workingSetMiB.max)} | ${f(p.milliCores.p50)} / ${f(p.milliCores.p99)} / ${f(p.milliCores.max)} |`,
-      )
+      .map((p) => {
+        const spread = (s: { p50: number; p99: number; max: number } | undefined) => (s ? `${f(s.p50)} / ${f(s.p99)} / ${f(s.max)}` : '—');
+        return `| ${p.phase} | ${p.containers} | ${p.samples} | ${spread(p.workingSetMiB)} | ${spread(p.anonMiB)} | ${spread(p.milliCores)} |`;
+      })
       .join('\n') +
     '\n'
   );

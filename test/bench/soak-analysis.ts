@@ -63,6 +63,8 @@ export interface SoakSampleRecord {
   container: string;
   namespace: string;
   workingSetBytes: number;
+  /** Its anonymous part (container-cgroup.ts), which no reclaim gives back; absent in records before it was sampled. */
+  anonBytes?: number;
   /** The container's CPU time so far (its cgroup's), from which two samples of one run give its millicores; absent in records before it was sampled. */
   cpuNanos?: number;
   /** The container's restartCount as the kubelet reports it. */

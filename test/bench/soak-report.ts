@@ -16,12 +16,14 @@ import {
   type LeakResult,
   leakVerdict,
   MIN_SLOPE_SPAN_MS,
+  containerKindOf,
   type ModeTotals,
   memorySeries,
   NO_FAULT,
   type SoakCheckRecord,
   type SoakRecord,
   type SoakRunRecord,
+  type SoakSampleRecord,
   type SoakTotals,
   soakRunOf,
   soakTotals,
@@ -228,11 +230,21 @@ function memoryTable(leaks: Record<'hook' | 'webhook', LeakResult[]>): string[] 
  * scheduler count memory: what the hook's requests and limit are held against.
  */
 function workingSetTable(records: readonly SoakRecord[]): string[] {
-  const lines = [row(['container', 'samples', 'working set MiB p50', 'p99', 'max']), row(['---', '---:', '---:', '---:', '---:'])];
+  const samples = records.filter((record): record is SoakSampleRecord => record.kind === 'sample');
+  // the anonymous part only where the record has it: an older record renders as it always did
+  const withAnon = samples.some((sample) => sample.anonBytes !== undefined);
+  const spread = (mib: number[]) =>
+    mib.length === 0 ? ['—', '—', '—'] : [percentile(mib, 50).toFixed(1), percentile(mib, 99).toFixed(1), Math.max(...mib).toFixed(1)];
+  const lines = [
+    row(['container', 'samples', 'working set MiB p50', 'p99', 'max', ...(withAnon ? ['of it anonymous MiB p50', 'p99', 'max'] : [])]),
+    row(['---', '---:', '---:', '---:', '---:', ...(withAnon ? ['---:', '---:', '---:'] : [])]),
+  ];
   for (const kind of ['hook', 'webhook'] as const) {
     const mib = [...memorySeries(records, kind).values()].flat().map((sample) => sample.bytes / 2 ** 20);
-    const cell = (p: number) => (mib.length === 0 ? '—' : percentile(mib, p).toFixed(1));
-    lines.push(row([KIND_LABELS[kind], mib.length, cell(50), cell(99), mib.length === 0 ? '—' : Math.max(...mib).toFixed(1)]));
+    const anon = samples
+      .filter((sample) => containerKindOf(sample.container) === kind && sample.anonBytes !== undefined)
+      .map((sample) => (sample.anonBytes as number) / 2 ** 20);
+    lines.push(row([KIND_LABELS[kind], mib.length, ...spread(mib), ...(withAnon ? spread(anon) : [])]));
   }
   return lines;
 }

@@ -29,7 +29,7 @@ export async function sampleContainers(namespace: string, atMs: number): Promise
         if (!tasks.has(node)) tasks.set(node, containerPids(pod.spec?.nodeName));
         const pid = tasks.get(node)!.get(id);
         if (pid === undefined) continue;
-        const { workingSetBytes, cpuNanos } = readCgroup(cgroupDirsOf(pid));
+        const { workingSetBytes, anonBytes, cpuNanos } = readCgroup(cgroupDirsOf(pid));
         samples.push({
           kind: 'sample',
           atMs,
@@ -37,6 +37,7 @@ export async function sampleContainers(namespace: string, atMs: number): Promise
           container: status.name,
           namespace,
           workingSetBytes,
+          anonBytes,
           cpuNanos,
           restarts: status.restartCount,
         });

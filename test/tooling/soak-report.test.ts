@@ -28,6 +28,21 @@ test('the record renders as the golden report', () => {
   assert.equal(renderSoakMarkdown(sample), golden);
 });
 
+test('the anonymous part of the working set is shown where the samples have it, and only then', () => {
+  const header = (markdown: string) => cells(markdown.split('\n').find((line) => line.startsWith('| container | samples | working set MiB p50 |')));
+  assert.equal(header(renderSoakMarkdown(sample)).length, 5, 'a record without it renders as before');
+  const withAnon = sample.map((record) => (record.kind === 'sample' ? { ...record, anonBytes: record.workingSetBytes / 2 } : record));
+  const markdown = renderSoakMarkdown(withAnon);
+  assert.deepEqual(header(markdown).slice(5), ['of it anonymous MiB p50', 'p99', 'max']);
+  for (const kind of ['release hook', 'webhook']) {
+    const [, , workingSetP50, , workingSetMax, anonP50, , anonMax] = cells(
+      markdown.split('\n').find((line) => line.startsWith(`| ${kind} | `) && line.split('|').length === 10),
+    );
+    assert.equal(Number(anonP50), Number((Number(workingSetP50) / 2).toFixed(1)), `${kind}: half the working set, p50`);
+    assert.equal(Number(anonMax), Number((Number(workingSetMax) / 2).toFixed(1)), `${kind}: half the working set, max`);
+  }
+});
+
 test('the same record in another order renders the same bytes, and one without its run line is refused', () => {
   assert.equal(renderSoakMarkdown([...sample].reverse()), golden);
   assert.throws(() => renderSoakMarkdown(sample.filter((record) => record.kind !== 'run')), /exactly one "run" line; this one has 0/);
