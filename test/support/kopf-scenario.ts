@@ -20,6 +20,7 @@ import { type Heartbeat, heartbeats, hookSigtermLine, logOf, operatorExited, pod
 import { checkSplitBrain, type ObservedWrite, type Violation } from './split-brain.ts';
 import { waitForSteadyLeader } from './takeover.ts';
 import { hookMarks, type Mark, mark } from './timeline.ts';
+import { waitFor } from './wait.ts';
 
 export const LEADER = 'kopf-operator-0';
 export const STANDBY = 'kopf-operator-1';
@@ -42,6 +43,8 @@ export interface PeeringEvent extends ObservedWrite<KopfPeeringObject> {
 export interface PeeringWatch {
   events: PeeringEvent[];
   interruptions: string[];
+  /** Once its first list has answered: a write after that is seen by the watch, one before only in the list. */
+  listed: boolean;
   stop: () => void;
 }
 
@@ -60,7 +63,7 @@ const customObjects = () => kubeConfig.makeApiClient(CustomObjectsApi);
 function watchPeering(namespace: string): PeeringWatch {
   const custom = customObjects();
   const path = `/apis/kopf.dev/v1/namespaces/${namespace}/kopfpeerings`;
-  const watch: PeeringWatch = { events: [], interruptions: [], stop: () => {} };
+  const watch: PeeringWatch = { events: [], interruptions: [], listed: false, stop: () => {} };
   const abort = new AbortController();
   let controller: AbortController | undefined;
   let lastRv: string | undefined;
@@ -73,6 +76,7 @@ function watchPeering(namespace: string): PeeringWatch {
       watch.events.push({ type: 'ADDED', object, rv: BigInt(object.metadata?.resourceVersion ?? '0'), relisted: true, at: Date.now() });
     }
     lastRv = page.metadata?.resourceVersion;
+    watch.listed = true;
   };
   const watchOnce = async (): Promise<boolean> => {
     const ended = Promise.withResolvers<boolean>();
@@ -205,6 +209,9 @@ export async function setUpKopf(
   for (const subject of binding.subjects ?? []) subject.namespace = namespace;
   await rbac.createNamespacedRoleBinding({ namespace, body: binding });
   const body = objects.find((o) => o.kind === 'KopfPeering');
+  // created before the watch's first list answered, its creation and first writes would be seen only in
+  // that list, and the split-brain check could not rule out a second leader before it (a loaded API server)
+  await waitFor('the KopfPeering watch to list before the object exists', async () => peering.listed, 60_000, 100);
   await customObjects().createNamespacedCustomObject({ group: 'kopf.dev', version: 'v1', namespace, plural: 'kopfpeerings', body });
 
   const template = statefulSet.spec?.template;
