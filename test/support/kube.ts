@@ -103,7 +103,8 @@ const DEMO_NAMESPACES = ['demo-with-leaderhook', 'demo-without-leaderhook'];
  * of an earlier run (one cut short, or the demo's): their operators would run
  * beside the benchmark's and it would time their load too. Namespaces being
  * deleted are let be: they are on their way out. `npm run cluster:clean`
- * (test/cluster/clean.sh) removes the rest.
+ * (test/cluster/clean.sh) removes the rest. A refusal is said in one line
+ * and exits 2, as a bad option does: it is the user's to fix, not a crash.
  */
 export async function refuseLeftovers(benchmark: string): Promise<void> {
   const namespaces = (await core.listNamespace()).items
@@ -114,10 +115,11 @@ export async function refuseLeftovers(benchmark: string): Promise<void> {
   if (namespaces.length === 0 && nodes.length === 0) return;
   const named = (kind: string, names: string[]) =>
     `${names.length} ${kind}${names.length === 1 ? '' : 's'} (${names.slice(0, 4).join(', ')}${names.length > 4 ? ', ...' : ''})`;
-  throw new Error(
+  process.stderr.write(
     `${benchmark}: the cluster still holds ${[named('namespace', namespaces), named('fake node', nodes)].filter((_, i) => [namespaces, nodes][i]?.length).join(' and ')} ` +
-      'of an earlier run, whose operators would run beside this one: run npm run cluster:clean first',
+      'of an earlier run, whose operators would run beside this one: run npm run cluster:clean first\n',
   );
+  process.exit(2);
 }
 
 export interface TestNamespace {
