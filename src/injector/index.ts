@@ -24,6 +24,8 @@ import { isRecord } from '../is-record.ts';
 import { SERVICE_ACCOUNT_DIR } from '../kube/service-account.ts';
 import { NONROOT_UID } from '../nonroot-user.ts';
 import { diff } from './diff.ts';
+import { hasGuaranteedResources, isGuaranteed } from './qos.ts';
+import { isResourceQuantity } from './quantity.ts';
 import type { InjectionReason, InjectionResult, InjectionSettings } from './types.ts';
 
 export type { InjectionReason, InjectionResult, InjectionSettings } from './types.ts';
@@ -343,19 +345,39 @@ function tokenVolume(): V1Volume {
   };
 }
 
-/** A Kubernetes resource quantity: digits, an optional fraction, an optional suffix. */
-const QUANTITY = /^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|e[0-9]+)?$/;
+export { isResourceQuantity };
 
-export function isResourceQuantity(value: string): boolean {
-  return QUANTITY.test(value);
+/**
+ * The hook's CPU, request and limit alike, in a Guaranteed pod when no CPU
+ * limit is configured: above what a hook uses idle and while it releases
+ * (docs/scale.md), so that only its start is slowed (docs/design.md, "The
+ * hook's resources").
+ */
+export const GUARANTEED_HOOK_CPU = '100m';
+
+/**
+ * The defaults as requests equal to limits, for a pod that is Guaranteed
+ * without the hook and must stay so: memory at the configured limit (else the
+ * request), CPU at the configured limit (else GUARANTEED_HOOK_CPU). Undefined
+ * when no memory figure is configured at all.
+ */
+function guaranteedDefaults(defaults: V1ResourceRequirements): V1ResourceRequirements | undefined {
+  const memory = defaults.limits?.memory ?? defaults.requests?.memory;
+  if (memory === undefined) return undefined;
+  const cpu = defaults.limits?.cpu ?? GUARANTEED_HOOK_CPU;
+  return { ...defaults, requests: { ...defaults.requests, cpu, memory }, limits: { ...defaults.limits, cpu, memory } };
 }
 
 function hookResources(pod: Pod, defaults: V1ResourceRequirements, warnings: string[]): V1ResourceRequirements {
+  const operatorContainers = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].filter((c) => c.name !== HOOK_CONTAINER_NAME);
+  // pod-level resources (spec.resources) decide the class themselves
+  const guaranteed = pod.spec?.resources === undefined && isGuaranteed(operatorContainers);
+  const base = (guaranteed && guaranteedDefaults(defaults)) || defaults;
   // A copy of the two maps an annotation may change (claims are never changed).
   const resources: V1ResourceRequirements = {
-    ...defaults,
-    ...(defaults.requests ? { requests: { ...defaults.requests } } : {}),
-    ...(defaults.limits ? { limits: { ...defaults.limits } } : {}),
+    ...base,
+    ...(base.requests ? { requests: { ...base.requests } } : {}),
+    ...(base.limits ? { limits: { ...base.limits } } : {}),
   };
   const overrides = [
     [annotations.hookCpuRequest, 'requests', 'cpu'],
@@ -371,6 +393,9 @@ function hookResources(pod: Pod, defaults: V1ResourceRequirements, warnings: str
       continue;
     }
     resources[kind] = { ...resources[kind], [resource]: value };
+  }
+  if (guaranteed && !hasGuaranteedResources(resources)) {
+    warnings.push("leaderhook: this Guaranteed pod becomes Burstable: the hook's annotations make its requests differ from its limits");
   }
   return resources;
 }

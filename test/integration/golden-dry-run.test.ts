@@ -25,7 +25,21 @@ const dir = path.join(import.meta.dirname, '../testdata/inject');
 const needsPrivileged = (pod: V1Pod): boolean => pod.spec?.hostNetwork === true;
 const goldens = readdirSync(dir)
   .filter((f) => f.endsWith('.yaml.injected'))
-  .map((f) => ({ name: f.slice(0, -'.yaml.injected'.length), pod: (parse(readFileSync(path.join(dir, f), 'utf8')) as { pod: V1Pod }).pod }));
+  .map((f) => {
+    const name = f.slice(0, -'.yaml.injected'.length);
+    const golden = parse(readFileSync(path.join(dir, f), 'utf8')) as { pod: V1Pod; warnings: string[] };
+    return { name, pod: golden.pod, warnings: golden.warnings, input: parse(readFileSync(path.join(dir, `${name}.yaml`), 'utf8')) as V1Pod };
+  });
+/** The warning of a pod the hook's annotations turn from Guaranteed to Burstable. */
+const MADE_BURSTABLE = /this Guaranteed pod becomes Burstable/;
+const QOS_RANK = ['BestEffort', 'Burstable', 'Guaranteed'];
+
+/** The QoS class the API server gives `pod` (a server-side dry-run create). */
+async function qosClassOf(pod: V1Pod, namespace: string): Promise<string | undefined> {
+  const body = structuredClone(pod);
+  body.metadata = { ...body.metadata, namespace };
+  return (await core.createNamespacedPod({ namespace, body, dryRun: 'All' })).status?.qosClass;
+}
 
 function errorBody(error: unknown): string {
   const body = (error as { body?: unknown }).body;
@@ -52,11 +66,12 @@ describe('injected golden pods pass server-side dry-run', () => {
     assert.ok(goldens.some(({ pod }) => needsPrivileged(pod)));
   });
 
-  for (const { name, pod } of goldens) {
+  for (const { name, pod, warnings, input } of goldens) {
     test(name, async () => {
       const namespace = needsPrivileged(pod) ? privilegedNs.name : restricted.name;
       const body: V1Pod = structuredClone(pod);
       body.metadata = { ...body.metadata, namespace };
+      let qosClasses: (string | undefined)[] = [];
       try {
         const created = await core.createNamespacedPod({ namespace, body, dryRun: 'All' });
         assert.equal(created.metadata?.namespace, namespace);
@@ -69,8 +84,19 @@ describe('injected golden pods pass server-side dry-run', () => {
           const again = injectPod(JSON.parse(JSON.stringify(created)), settingsFor(name));
           assert.deepEqual(again.patch, [], `reinvocation after defaulting would patch: ${JSON.stringify(again.patch)}`);
         }
+        qosClasses = [await qosClassOf(input, namespace), created.status?.qosClass];
       } catch (error) {
         assert.fail(`API server refused ${name} in ${namespace} (status ${apiStatus(error)}): ${errorBody(error)}`);
+      }
+      // The API server's QoS class as submitted and as injected: never lower, Guaranteed kept,
+      // unless the pod's own hook annotations ask otherwise, and then the injector says so.
+      const [submitted, injected] = qosClasses;
+      if (warnings.some((warning) => MADE_BURSTABLE.test(warning))) {
+        assert.deepEqual(qosClasses, ['Guaranteed', 'Burstable'], 'a warning of a pod made Burstable');
+      } else if (submitted === 'Guaranteed') {
+        assert.equal(injected, 'Guaranteed', 'a Guaranteed pod stays Guaranteed');
+      } else {
+        assert.ok(QOS_RANK.indexOf(injected ?? '') >= QOS_RANK.indexOf(submitted ?? ''), `QoS class ${submitted} as submitted, ${injected} as injected`);
       }
     });
   }

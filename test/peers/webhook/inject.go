@@ -192,8 +192,75 @@ func tokenVolume() corev1.Volume {
 // resource.ParseQuantity, so both webhooks refuse the same values.
 var quantity = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|e[0-9]+)?$`)
 
-func hookResources(pod *corev1.Pod, defaults corev1.ResourceRequirements, warnings []string) (corev1.ResourceRequirements, []string) {
+// guaranteedHookCPU is src/injector's GUARANTEED_HOOK_CPU.
+var guaranteedHookCPU = resource.MustParse("100m")
+
+// hasGuaranteedResources is src/injector/qos.ts' hasGuaranteedResources.
+func hasGuaranteedResources(r corev1.ResourceRequirements) bool {
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		limit, ok := r.Limits[name]
+		if !ok || limit.Sign() <= 0 {
+			return false
+		}
+		if request, ok := r.Requests[name]; ok && request.Cmp(limit) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// isGuaranteed is src/injector/qos.ts' isGuaranteed over the pod's
+// containers and init containers other than the hook; a pod with
+// pod-level resources is not asked about.
+func isGuaranteed(pod *corev1.Pod) bool {
+	if pod.Spec.Resources != nil {
+		return false
+	}
+	n := 0
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if c.Name == hookContainerName {
+			continue
+		}
+		n++
+		if !hasGuaranteedResources(c.Resources) {
+			return false
+		}
+	}
+	return n > 0
+}
+
+// guaranteedDefaults is src/injector's guaranteedDefaults.
+func guaranteedDefaults(defaults corev1.ResourceRequirements) (corev1.ResourceRequirements, bool) {
+	memory, ok := defaults.Limits[corev1.ResourceMemory]
+	if !ok {
+		if memory, ok = defaults.Requests[corev1.ResourceMemory]; !ok {
+			return defaults, false
+		}
+	}
+	cpu, ok := defaults.Limits[corev1.ResourceCPU]
+	if !ok {
+		cpu = guaranteedHookCPU
+	}
 	r := *defaults.DeepCopy()
+	if r.Requests == nil {
+		r.Requests = corev1.ResourceList{}
+	}
+	if r.Limits == nil {
+		r.Limits = corev1.ResourceList{}
+	}
+	r.Requests[corev1.ResourceCPU], r.Requests[corev1.ResourceMemory] = cpu, memory
+	r.Limits[corev1.ResourceCPU], r.Limits[corev1.ResourceMemory] = cpu, memory
+	return r, true
+}
+
+func hookResources(pod *corev1.Pod, defaults corev1.ResourceRequirements, warnings []string) (corev1.ResourceRequirements, []string) {
+	guaranteed := isGuaranteed(pod)
+	r := *defaults.DeepCopy()
+	if guaranteed {
+		if g, ok := guaranteedDefaults(defaults); ok {
+			r = g
+		}
+	}
 	overrides := []struct {
 		annotation string
 		limits     bool
@@ -222,6 +289,9 @@ func hookResources(pod *corev1.Pod, defaults corev1.ResourceRequirements, warnin
 			*list = corev1.ResourceList{}
 		}
 		(*list)[o.name] = q
+	}
+	if guaranteed && !hasGuaranteedResources(r) {
+		warnings = append(warnings, "leaderhook: this Guaranteed pod becomes Burstable: the hook's annotations make its requests differ from its limits")
 	}
 	return r, warnings
 }
