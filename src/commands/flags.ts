@@ -1,5 +1,6 @@
 /** The flags of each command: parsing, --help and the tables of docs/reference.md all come from here. */
 import { type FlagSpec, flagTable } from '../flags.ts';
+import { GUARANTEED_HOOK_CPU } from '../injector/index.ts';
 import { INJECTION_LABEL } from '../labels.ts';
 import { releaseDefaults } from '../releaser/defaults.ts';
 
@@ -44,7 +45,7 @@ const hookSettingsFlags = flagTable([
     kind: 'string',
     env: 'LEADERHOOK_HOOK_CPU_LIMIT',
     default: '',
-    help: 'CPU limit of the release hook, none by default (annotation leaderhook.io/hook-cpu-limit wins)',
+    help: `CPU limit of the release hook, none by default; in a Guaranteed pod also its request, ${GUARANTEED_HOOK_CPU} when unset (annotation leaderhook.io/hook-cpu-limit wins)`,
   },
   {
     name: 'hook-memory-limit',
