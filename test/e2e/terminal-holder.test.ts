@@ -19,15 +19,18 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, type TestContext, test } from 'node:test';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
+import { annotations } from '../../src/annotations.ts';
 import { connectTestCluster, coordination, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
-import { waitFor } from '../support/wait.ts';
-import { applyOperatorRbac, OPERATOR_CONTAINER, operatorManifest } from '../support/operators.ts';
 import { grantReleaseHook, INJECTION_LABEL, installLeaderhook, readLflLock } from '../support/leaderhook.ts';
+import { applyOperatorRbac, OPERATOR_CONTAINER, operatorManifest } from '../support/operators.ts';
+import { waitFor } from '../support/wait.ts';
 
 connectTestCluster();
 
 const LOCK = 'lfl-operator-lock';
 const DEADLINE_SECONDS = 25;
+/** The Lease leaders' grace period in leaseHolderFailed. */
+const LEADER_GRACE_SECONDS = 2;
 
 /** The lfl-operator pod of test/operators as a bare pod, without the POD_NAME the webhook adds. */
 function operatorPod(name: string, activeDeadlineSeconds?: number, operator = 'lfl-operator', extraSpec: Partial<NonNullable<V1Pod['spec']>> = {}): V1Pod {
@@ -144,7 +147,12 @@ async function leaseHolderFailed(t: TestContext, { operator, lease: LEASE, leade
   const readLease = () => coordination.readNamespacedLease({ name: LEASE, namespace: ns.name });
   const t0 = Date.now();
   const since = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
-  await core.createNamespacedPod({ namespace: ns.name, body: operatorPod('leader', DEADLINE_SECONDS, operator, leaderSpec) });
+  // A short grace period, kept by the annotation over the webhook's floor: the leader stops renewing
+  // at the deadline's SIGTERM, and a slow JVM stop under load used up the 10 s floor, so that the pod
+  // went Failed only after the Lease had run out and R2 had nothing left to win.
+  const leader = operatorPod('leader', DEADLINE_SECONDS, operator, { ...leaderSpec, terminationGracePeriodSeconds: LEADER_GRACE_SECONDS });
+  leader.metadata = { ...leader.metadata, annotations: { ...leader.metadata?.annotations, [annotations.gracePeriod]: String(LEADER_GRACE_SECONDS) } };
+  await core.createNamespacedPod({ namespace: ns.name, body: leader });
   const held = await waitFor(
     'pod leader to hold the Lease',
     async () => {
