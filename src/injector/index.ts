@@ -395,7 +395,7 @@ function hookResources(pod: Pod, defaults: V1ResourceRequirements, warnings: str
     resources[kind] = { ...resources[kind], [resource]: value };
   }
   if (guaranteed && !hasGuaranteedResources(resources)) {
-    warnings.push("leaderhook: this Guaranteed pod becomes Burstable: the hook's annotations make its requests differ from its limits");
+    warnings.push("leaderhook: this Guaranteed pod becomes Burstable: the release hook's requests and limits differ");
   }
   return resources;
 }

@@ -291,7 +291,7 @@ func hookResources(pod *corev1.Pod, defaults corev1.ResourceRequirements, warnin
 		(*list)[o.name] = q
 	}
 	if guaranteed && !hasGuaranteedResources(r) {
-		warnings = append(warnings, "leaderhook: this Guaranteed pod becomes Burstable: the hook's annotations make its requests differ from its limits")
+		warnings = append(warnings, "leaderhook: this Guaranteed pod becomes Burstable: the release hook's requests and limits differ")
 	}
 	return r, warnings
 }
