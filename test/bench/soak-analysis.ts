@@ -197,19 +197,49 @@ export type ContainerKind = 'hook' | 'webhook' | 'operator';
 export const containerKindOf = (container: string): ContainerKind =>
   container === HOOK_CONTAINER_NAME ? 'hook' : container === WEBHOOK_CONTAINER_NAME ? 'webhook' : 'operator';
 
+/** Which figure of a sample a memory series follows: the working set, or its anonymous part where sampled. */
+export type MemoryPart = 'workingSet' | 'anon';
+
 /**
- * The working set of each run of each container, keyed
- * "namespace/pod/container#restarts": a restart empties the memory, and a
- * series across it would hide a leak behind the drop.
+ * The working set (or its anonymous part) of each run of each container,
+ * keyed "namespace/pod/container#restarts": a restart empties the memory, and
+ * a series across it would hide a leak behind the drop. The anonymous series
+ * skips samples taken before it was recorded.
  */
-export function memorySeries(records: readonly SoakRecord[], kind: ContainerKind): Map<string, MemorySample[]> {
+export function memorySeries(records: readonly SoakRecord[], kind: ContainerKind, part: MemoryPart = 'workingSet'): Map<string, MemorySample[]> {
   const series = new Map<string, MemorySample[]>();
   for (const record of records) {
     if (record.kind !== 'sample' || containerKindOf(record.container) !== kind) continue;
+    const bytes = part === 'anon' ? record.anonBytes : record.workingSetBytes;
+    if (bytes === undefined) continue;
     const key = `${record.namespace}/${record.pod}/${record.container}#${record.restarts}`;
-    series.set(key, [...(series.get(key) ?? []), { atMs: record.atMs, bytes: record.workingSetBytes }]);
+    series.set(key, [...(series.get(key) ?? []), { atMs: record.atMs, bytes }]);
   }
   return series;
+}
+
+/**
+ * The CPU each run of each container of a kind used between two of its
+ * samples in a row, in millicores: the sampling interval's average. A pair
+ * whose CPU time went down (a restart the kubelet had not reported yet) says
+ * nothing and is left out.
+ */
+export function cpuMilliCores(records: readonly SoakRecord[], kind: ContainerKind): number[] {
+  const last = new Map<string, { atMs: number; cpuNanos: number }>();
+  const milliCores: number[] = [];
+  const samples = records
+    .filter((record): record is SoakSampleRecord => record.kind === 'sample' && containerKindOf(record.container) === kind && record.cpuNanos !== undefined)
+    .sort((a, b) => a.atMs - b.atMs);
+  for (const sample of samples) {
+    const key = `${sample.namespace}/${sample.pod}/${sample.container}#${sample.restarts}`;
+    const before = last.get(key);
+    const cpuNanos = sample.cpuNanos as number;
+    if (before && sample.atMs > before.atMs && cpuNanos >= before.cpuNanos)
+      // nanoseconds of CPU per millisecond of wall time, over 1000: millicores
+      milliCores.push((cpuNanos - before.cpuNanos) / (sample.atMs - before.atMs) / 1000);
+    last.set(key, { atMs: sample.atMs, cpuNanos });
+  }
+  return milliCores;
 }
 
 export interface LeaderObservation {

@@ -6,7 +6,9 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { seconds, type Verdict } from './failover-summary.ts';
+import { row, runSpan } from './report-format.ts';
 import {
+  cpuMilliCores,
   type FaultCounts,
   type FaultMode,
   GAP_CAUSE_WINDOW_MS,
@@ -15,8 +17,8 @@ import {
   LEAK_THRESHOLD_BYTES_PER_HOUR,
   type LeakResult,
   leakVerdict,
+  type MemoryPart,
   MIN_SLOPE_SPAN_MS,
-  containerKindOf,
   type ModeTotals,
   memorySeries,
   NO_FAULT,
@@ -31,7 +33,6 @@ import {
 import { HEARTBEAT_SILENCE_MS } from './soak-leaders.ts';
 import { soakFaultText } from './soak-plan.ts';
 import { median, percentile } from './stats.ts';
-import { row, runSpan } from './report-format.ts';
 
 /** Two decimals, without the "-0.00" of a slope a hair under zero. */
 const mibPerHour = (bytesPerHour: number) => (bytesPerHour / 2 ** 20).toFixed(2).replace(/^-(0\.00)$/, '$1');
@@ -156,8 +157,19 @@ function gapTable(gaps: readonly GapsAfterFault[]): string[] {
 
 const KIND_LABELS: Record<'hook' | 'webhook', string> = { hook: 'release hook', webhook: 'webhook' };
 
-function memoryTarget(kind: 'hook' | 'webhook', results: readonly LeakResult[]): SoakTargetResult {
-  const target = `${KIND_LABELS[kind]} memory flat (slope ≤ ${mibPerHour(LEAK_THRESHOLD_BYTES_PER_HOUR)} MiB/h)`;
+/** The memory each series follows, as its rows and targets name it. */
+const PART_LABELS: Record<MemoryPart, string> = { workingSet: '', anon: ' anonymous' };
+
+/**
+ * Each kind's leak verdicts, on the working set and on its anonymous part:
+ * the anonymous part is empty in a record from before it was sampled.
+ */
+type Leaks = Record<'hook' | 'webhook', Record<MemoryPart, LeakResult[]>>;
+
+const MEMORY_PARTS_OF = (leaks: Leaks): MemoryPart[] => (leaks.hook.anon.length + leaks.webhook.anon.length > 0 ? ['workingSet', 'anon'] : ['workingSet']);
+
+function memoryTarget(kind: 'hook' | 'webhook', part: MemoryPart, results: readonly LeakResult[]): SoakTargetResult {
+  const target = `${KIND_LABELS[kind]}${PART_LABELS[part]} memory flat (slope ≤ ${mibPerHour(LEAK_THRESHOLD_BYTES_PER_HOUR)} MiB/h)`;
   const judged = results.filter((result) => result.slope !== undefined);
   if (judged.length === 0) return { target, measured: `none of ${results.length} container runs long enough`, verdict: 'not measured' };
   const grows = judged.filter((result) => result.verdict === 'grows').length;
@@ -178,14 +190,13 @@ function restartTarget(totals: SoakTotals, sampled: boolean): SoakTargetResult {
   };
 }
 
-function targets(records: readonly SoakRecord[], totals: SoakTotals, leaks: Record<'hook' | 'webhook', LeakResult[]>): SoakTargetResult[] {
+function targets(records: readonly SoakRecord[], totals: SoakTotals, leaks: Leaks): SoakTargetResult[] {
   const watched = records.some((record) => record.kind === 'watch');
   return [
     splitBrainTarget(totals),
     zeroTarget('0 lock left held by a pod that can never run', totals, (mode) => mode.lockHeldByDeadPod),
     leaderlessTarget(totals, gapsAfterFaults(records)),
-    memoryTarget('hook', leaks.hook),
-    memoryTarget('webhook', leaks.webhook),
+    ...MEMORY_PARTS_OF(leaks).flatMap((part) => [memoryTarget('hook', part, leaks.hook[part]), memoryTarget('webhook', part, leaks.webhook[part])]),
     {
       target: 'no watch left disconnected',
       measured: `${totals.watchesDown.length} down at the end`,
@@ -198,13 +209,13 @@ function targets(records: readonly SoakRecord[], totals: SoakTotals, leaks: Reco
   ];
 }
 
-function memoryTable(leaks: Record<'hook' | 'webhook', LeakResult[]>): string[] {
+function memoryTable(leaks: Leaks): string[] {
   const lines = [
     row(['container', 'runs', 'judged', 'slope MiB/h p50', 'max', 'r² at max', 'verdict']),
     row(['---', '---:', '---:', '---:', '---:', '---:', '---']),
   ];
-  for (const kind of ['hook', 'webhook'] as const) {
-    const judged = leaks[kind].filter((result) => result.slope !== undefined);
+  for (const [kind, part] of MEMORY_PARTS_OF(leaks).flatMap((part) => (['hook', 'webhook'] as const).map((kind) => [kind, part] as const))) {
+    const judged = leaks[kind][part].filter((result) => result.slope !== undefined);
     const steepest = judged.reduce<LeakResult | undefined>(
       (top, result) => (top && top.slope!.bytesPerHour >= result.slope!.bytesPerHour ? top : result),
       undefined,
@@ -212,8 +223,8 @@ function memoryTable(leaks: Record<'hook' | 'webhook', LeakResult[]>): string[] 
     const grows = judged.some((result) => result.verdict === 'grows');
     lines.push(
       row([
-        KIND_LABELS[kind],
-        leaks[kind].length,
+        `${KIND_LABELS[kind]}${PART_LABELS[part]}`,
+        leaks[kind][part].length,
         judged.length,
         steepest ? mibPerHour(median(judged.map((result) => result.slope!.bytesPerHour))) : '—',
         steepest ? mibPerHour(steepest.slope!.bytesPerHour) : '—',
@@ -225,36 +236,62 @@ function memoryTable(leaks: Record<'hook' | 'webhook', LeakResult[]>): string[] 
   return lines;
 }
 
+/** Whether any sample of the record has the anonymous part, or the CPU time: an older record renders as it always did without them. */
+function sampled(records: readonly SoakRecord[]): { anon: boolean; cpu: boolean } {
+  const samples = records.filter((record): record is SoakSampleRecord => record.kind === 'sample');
+  return { anon: samples.some((sample) => sample.anonBytes !== undefined), cpu: samples.some((sample) => sample.cpuNanos !== undefined) };
+}
+
 /**
  * Every working-set sample of each kind of container, as the kubelet and the
- * scheduler count memory: what the hook's requests and limit are held against.
+ * scheduler count memory, with its anonymous part and the CPU between two
+ * samples where recorded: what the hook's requests and limit are held against.
  */
 function workingSetTable(records: readonly SoakRecord[]): string[] {
-  const samples = records.filter((record): record is SoakSampleRecord => record.kind === 'sample');
-  // the anonymous part only where the record has it: an older record renders as it always did
-  const withAnon = samples.some((sample) => sample.anonBytes !== undefined);
-  const spread = (mib: number[]) =>
-    mib.length === 0 ? ['—', '—', '—'] : [percentile(mib, 50).toFixed(1), percentile(mib, 99).toFixed(1), Math.max(...mib).toFixed(1)];
+  const { anon: withAnon, cpu: withCpu } = sampled(records);
+  const spread = (values: number[], digits: number) =>
+    values.length === 0
+      ? ['—', '—', '—']
+      : [percentile(values, 50).toFixed(digits), percentile(values, 99).toFixed(digits), Math.max(...values).toFixed(digits)];
   const lines = [
-    row(['container', 'samples', 'working set MiB p50', 'p99', 'max', ...(withAnon ? ['of it anonymous MiB p50', 'p99', 'max'] : [])]),
-    row(['---', '---:', '---:', '---:', '---:', ...(withAnon ? ['---:', '---:', '---:'] : [])]),
+    row([
+      'container',
+      'samples',
+      'working set MiB p50',
+      'p99',
+      'max',
+      ...(withAnon ? ['of it anonymous MiB p50', 'p99', 'max'] : []),
+      ...(withCpu ? ['CPU mCPU p50', 'p99', 'max'] : []),
+    ]),
+    row(['---', '---:', '---:', '---:', '---:', ...(withAnon ? ['---:', '---:', '---:'] : []), ...(withCpu ? ['---:', '---:', '---:'] : [])]),
   ];
+  const mibOf = (series: Map<string, { bytes: number }[]>) => [...series.values()].flat().map((sample) => sample.bytes / 2 ** 20);
   for (const kind of ['hook', 'webhook'] as const) {
-    const mib = [...memorySeries(records, kind).values()].flat().map((sample) => sample.bytes / 2 ** 20);
-    const anon = samples
-      .filter((sample) => containerKindOf(sample.container) === kind && sample.anonBytes !== undefined)
-      .map((sample) => (sample.anonBytes as number) / 2 ** 20);
-    lines.push(row([KIND_LABELS[kind], mib.length, ...spread(mib), ...(withAnon ? spread(anon) : [])]));
+    const mib = mibOf(memorySeries(records, kind));
+    lines.push(
+      row([
+        KIND_LABELS[kind],
+        mib.length,
+        ...spread(mib, 1),
+        ...(withAnon ? spread(mibOf(memorySeries(records, kind, 'anon')), 1) : []),
+        ...(withCpu ? spread(cpuMilliCores(records, kind), 1) : []),
+      ]),
+    );
   }
   return lines;
 }
 
 /** The runs that grew, and the restarts and watches behind a target not met, for whoever looks into them. */
-function findings(totals: SoakTotals, leaks: Record<'hook' | 'webhook', LeakResult[]>): string[] {
+function findings(totals: SoakTotals, leaks: Leaks): string[] {
   const lines = [
-    ...[...leaks.hook, ...leaks.webhook]
-      .filter((result) => result.verdict === 'grows')
-      .map((result) => `- ${result.key} grows ${mibPerHour(result.slope!.bytesPerHour)} MiB/h (r² ${result.slope!.r2.toFixed(2)})`),
+    ...MEMORY_PARTS_OF(leaks).flatMap((part) =>
+      [...leaks.hook[part], ...leaks.webhook[part]]
+        .filter((result) => result.verdict === 'grows')
+        .map(
+          (result) =>
+            `- ${result.key}${part === 'anon' ? ' anonymous memory' : ''} grows ${mibPerHour(result.slope!.bytesPerHour)} MiB/h (r² ${result.slope!.r2.toFixed(2)})`,
+        ),
+    ),
     ...totals.uncausedRestarts.map(
       (restart) => `- ${restart.namespace}/${restart.pod}/${restart.container} restarted, no fault to cause it (seen at ${hoursMinutes(restart.seenAtMs)})`,
     ),
@@ -267,7 +304,12 @@ function findings(totals: SoakTotals, leaks: Record<'hook' | 'webhook', LeakResu
 export function renderSoakMarkdown(records: readonly SoakRecord[]): string {
   const run = soakRunOf(records);
   const totals = soakTotals(records);
-  const leaks = { hook: leakVerdict(memorySeries(records, 'hook')), webhook: leakVerdict(memorySeries(records, 'webhook')) };
+  const leaksOf = (kind: 'hook' | 'webhook') => ({
+    workingSet: leakVerdict(memorySeries(records, kind)),
+    anon: leakVerdict(memorySeries(records, kind, 'anon')),
+  });
+  const leaks: Leaks = { hook: leaksOf('hook'), webhook: leaksOf('webhook') };
+  const { anon: withAnon, cpu: withCpu } = sampled(records);
   const results = targets(records, totals, leaks);
   const met = results.filter((result) => result.verdict === 'met').length;
   const sum = (outcome: 'applied' | 'skipped' | 'failed') =>
@@ -308,10 +350,16 @@ export function renderSoakMarkdown(records: readonly SoakRecord[]): string {
     'The least-squares slope of the working set of each run of a container (a restart starts a new run), against',
     `${mibPerHour(LEAK_THRESHOLD_BYTES_PER_HOUR)} MiB/h: not zero, since a garbage-collected heap is a sawtooth whose fitted slope is never exactly 0.`,
     `A run shorter than ${MIN_SLOPE_SPAN_MS / 60_000} min is not judged.`,
+    ...(withAnon
+      ? [
+          'The anonymous part of the working set is judged apart: the working set also counts the page cache of the files',
+          "a container read, which the kernel takes back at the limit; the anonymous part is the process's own memory, where a leak shows.",
+        ]
+      : []),
     '',
     ...memoryTable(leaks),
     '',
-    'Every sample of the working set over the run (cgroup usage less inactive file pages: the figure the kubelet evicts by):',
+    `Every sample of the working set over the run (cgroup usage less inactive file pages: the figure the kubelet evicts by)${withCpu ? ", and the CPU each container used between two of its samples in a row (the minute's average)" : ''}:`,
     '',
     ...workingSetTable(records),
     '',

@@ -6,15 +6,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  LEAK_THRESHOLD_BYTES_PER_HOUR,
-  leakVerdict,
+  cpuMilliCores,
   gapsAfterFaults,
+  LEAK_THRESHOLD_BYTES_PER_HOUR,
   leaderGaps,
+  leakVerdict,
   longestGap,
-  NO_FAULT,
   type MemorySample,
   memorySeries,
   memorySlope,
+  NO_FAULT,
   parseSoakRecords,
   type SoakRecord,
   soakTotals,
@@ -256,6 +257,36 @@ test('memory series are split by container kind and by restart', () => {
     'ns/p/leaderhook-release#1': [{ atMs: 1, bytes: 2 }],
   });
   assert.deepEqual([...memorySeries(records, 'webhook').keys()], ['ns/w/webhook#0']);
+});
+
+test('the anonymous series follows anonBytes and skips the samples without it', () => {
+  const records: SoakRecord[] = [
+    sample(0, 'p', 'leaderhook-release', 0, 40 * MiB),
+    { ...(sample(60_000, 'p', 'leaderhook-release', 0, 41 * MiB) as object), anonBytes: 20 * MiB } as SoakRecord,
+  ];
+  assert.deepEqual(Object.fromEntries(memorySeries(records, 'hook', 'anon')), { 'ns/p/leaderhook-release#0': [{ atMs: 60_000, bytes: 20 * MiB }] });
+  assert.equal(memorySeries(records, 'hook').get('ns/p/leaderhook-release#0')?.length, 2, 'the working set keeps both');
+});
+
+test("CPU in millicores comes from two samples in a row of one container's run, never across a restart or a reset", () => {
+  const cpu = (atMs: number, pod: string, restarts: number, cpuNanos: number): SoakRecord =>
+    ({ ...(sample(atMs, pod, 'leaderhook-release', restarts) as object), cpuNanos }) as SoakRecord;
+  const records = [
+    cpu(0, 'p', 0, 1e9),
+    cpu(60_000, 'q', 0, 0),
+    cpu(60_000, 'p', 0, 1.6e9), // 0.6 s of CPU in 60 s: 10 mCPU
+    cpu(120_000, 'q', 0, 3e9), // 3 s in 60 s: 50 mCPU
+    cpu(120_000, 'p', 1, 0.1e9), // restarted: a new run, no pair yet
+    cpu(180_000, 'p', 1, 0.4e9), // 0.3 s in 60 s: 5 mCPU
+    cpu(240_000, 'q', 0, 1e9), // went down: a restart not reported yet, left out
+    sample(240_000, 'p', 'leaderhook-release', 1), // no CPU recorded
+    { ...(sample(0, 'w', 'webhook', 0) as object), cpuNanos: 0 } as SoakRecord,
+  ];
+  assert.deepEqual(
+    cpuMilliCores(records, 'hook').map((m) => Number(m.toFixed(6))),
+    [10, 50, 5],
+  );
+  assert.deepEqual(cpuMilliCores(records, 'webhook'), [], 'one sample is no pair');
 });
 
 test('a record line that is not JSON is refused with its line number', () => {

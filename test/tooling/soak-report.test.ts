@@ -43,6 +43,38 @@ test('the anonymous part of the working set is shown where the samples have it, 
   }
 });
 
+test('with the anonymous part recorded, its slope is judged apart: page cache growing is not a leak, anonymous memory growing is', () => {
+  const hookTarget = 'release hook anonymous memory flat (slope ≤ 1.00 MiB/h)';
+  assert.deepEqual(targetRow(renderSoakMarkdown(sample), hookTarget), [], 'a record without it has no such target');
+  // the same fixed anonymous part under every sample: whatever the working set does, it is flat
+  const flatAnon = sample.map((record) => (record.kind === 'sample' ? { ...record, anonBytes: 20 * 2 ** 20 } : record));
+  const flat = renderSoakMarkdown(flatAnon);
+  assert.equal(targetRow(flat, hookTarget)[2], 'met');
+  assert.equal(targetRow(flat, 'webhook anonymous memory flat (slope ≤ 1.00 MiB/h)')[2], 'met');
+  assert.equal(targetRow(flat, 'webhook memory flat (slope ≤ 1.00 MiB/h)')[2], '**not met**', 'the working set is still judged as before');
+  assert.ok(
+    flat.split('\n').some((line) => line.startsWith('| webhook anonymous | ')),
+    'the memory table has its row',
+  );
+  // anonymous memory that is the working set less a fixed page cache grows as it does (the webhook's 2 MiB/h), and is named in the findings
+  const growing = renderSoakMarkdown(
+    sample.map((record) => (record.kind === 'sample' ? { ...record, anonBytes: record.workingSetBytes - 10 * 2 ** 20 } : record)),
+  );
+  assert.equal(targetRow(growing, 'webhook anonymous memory flat (slope ≤ 1.00 MiB/h)')[2], '**not met**');
+  assert.match(growing, /\n- \S+\/webhook#\d+ anonymous memory grows \d+\.\d\d MiB\/h/);
+});
+
+test('CPU columns appear where the samples have CPU time, and only then', () => {
+  const header = (markdown: string) => cells(markdown.split('\n').find((line) => line.startsWith('| container | samples | working set MiB p50 |')));
+  assert.ok(!header(renderSoakMarkdown(sample)).includes('CPU mCPU p50'));
+  // every container's CPU time grows 0.6 s a minute: 10 mCPU between any two samples in a row
+  const withCpu = sample.map((record) => (record.kind === 'sample' ? { ...record, cpuNanos: record.atMs * 1e4 } : record));
+  const markdown = renderSoakMarkdown(withCpu);
+  assert.deepEqual(header(markdown).slice(5), ['CPU mCPU p50', 'p99', 'max']);
+  const hook = cells(markdown.split('\n').find((line) => line.startsWith('| release hook | ') && line.split('|').length === 10));
+  assert.deepEqual(hook.slice(5), ['10.0', '10.0', '10.0']);
+});
+
 test('the same record in another order renders the same bytes, and one without its run line is refused', () => {
   assert.equal(renderSoakMarkdown([...sample].reverse()), golden);
   assert.throws(() => renderSoakMarkdown(sample.filter((record) => record.kind !== 'run')), /exactly one "run" line; this one has 0/);
