@@ -91,7 +91,24 @@ export interface SoakGapRecord {
   open: boolean;
 }
 
-export type SoakRecord = SoakRunRecord | SoakFaultRecord | SoakCheckRecord | SoakSampleRecord | SoakWatchRecord | SoakGapRecord;
+/**
+ * A hook's or webhook replica's V8 heap, read from its metrics (prom-client's
+ * default Node.js metrics) beside the minute's samples: the heap in use, and
+ * the major collections since the process started.
+ */
+export interface SoakHeapRecord {
+  kind: 'heap';
+  atMs: number;
+  namespace: string;
+  pod: string;
+  container: string;
+  heapUsedBytes: number;
+  majorGcs: number;
+  /** The container's restartCount as the kubelet reports it: a restart is a new process, its count from 0. */
+  restarts: number;
+}
+
+export type SoakRecord = SoakRunRecord | SoakFaultRecord | SoakCheckRecord | SoakSampleRecord | SoakWatchRecord | SoakGapRecord | SoakHeapRecord;
 
 export const parseSoakRecords = (text: string): SoakRecord[] => parseJsonLines<SoakRecord>(text, 'soak record');
 
@@ -240,6 +257,31 @@ export function cpuMilliCores(records: readonly SoakRecord[], kind: ContainerKin
     last.set(key, { atMs: sample.atMs, cpuNanos });
   }
   return milliCores;
+}
+
+/**
+ * The heap each process of a kind kept after its major collections: the
+ * first reading after the count went up, which is the live heap plus at most
+ * one sampling interval's allocation. A garbage-collected heap grows between
+ * major collections, and at a soak's allocation rate these come an hour
+ * apart, so the working set's slope over a shorter run measures that rise;
+ * the heap after each collection is where a leak shows. Keyed as
+ * memorySeries keys a run of a container.
+ */
+export function heapAfterMajorGcs(records: readonly SoakRecord[], kind: ContainerKind): Map<string, MemorySample[]> {
+  const readings = records
+    .filter((record): record is SoakHeapRecord => record.kind === 'heap' && containerKindOf(record.container) === kind)
+    .sort((a, b) => a.atMs - b.atMs);
+  const lastCount = new Map<string, number>();
+  const floors = new Map<string, MemorySample[]>();
+  for (const reading of readings) {
+    const key = `${reading.namespace}/${reading.pod}/${reading.container}#${reading.restarts}`;
+    const before = lastCount.get(key);
+    // a run's first reading has no count before it: whether a collection just ran is unknown
+    if (before !== undefined && reading.majorGcs > before) floors.set(key, [...(floors.get(key) ?? []), { atMs: reading.atMs, bytes: reading.heapUsedBytes }]);
+    lastCount.set(key, reading.majorGcs);
+  }
+  return floors;
 }
 
 export interface LeaderObservation {

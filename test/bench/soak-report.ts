@@ -14,6 +14,7 @@ import {
   GAP_CAUSE_WINDOW_MS,
   type GapsAfterFault,
   gapsAfterFaults,
+  heapAfterMajorGcs,
   LEAK_THRESHOLD_BYTES_PER_HOUR,
   type LeakResult,
   leakVerdict,
@@ -157,19 +158,28 @@ function gapTable(gaps: readonly GapsAfterFault[]): string[] {
 
 const KIND_LABELS: Record<'hook' | 'webhook', string> = { hook: 'release hook', webhook: 'webhook' };
 
-/** The memory each series follows, as its rows and targets name it. */
-const PART_LABELS: Record<MemoryPart, string> = { workingSet: '', anon: ' anonymous' };
+/** What a leak is judged on: the working set, its anonymous part, or the V8 heap after each major collection. */
+type JudgedMemory = MemoryPart | 'heapAfterGc';
+
+/** Each judged memory as a target names it ("release hook memory flat") and as the memory table's rows do ("release hook"). */
+const PART_LABELS: Record<JudgedMemory, { target: string; row: string }> = {
+  workingSet: { target: 'memory', row: '' },
+  anon: { target: 'anonymous memory', row: ' anonymous' },
+  heapAfterGc: { target: 'heap after a major collection', row: ' heap after a major collection' },
+};
 
 /**
- * Each kind's leak verdicts, on the working set and on its anonymous part:
- * the anonymous part is empty in a record from before it was sampled.
+ * Each kind's leak verdicts, on the working set, its anonymous part and the
+ * heap after each major collection: the last two are empty in a record from
+ * before they were sampled.
  */
-type Leaks = Record<'hook' | 'webhook', Record<MemoryPart, LeakResult[]>>;
+type Leaks = Record<'hook' | 'webhook', Record<JudgedMemory, LeakResult[]>>;
 
-const MEMORY_PARTS_OF = (leaks: Leaks): MemoryPart[] => (leaks.hook.anon.length + leaks.webhook.anon.length > 0 ? ['workingSet', 'anon'] : ['workingSet']);
+const MEMORY_PARTS_OF = (leaks: Leaks): JudgedMemory[] =>
+  (['workingSet', 'anon', 'heapAfterGc'] as const).filter((part) => part === 'workingSet' || leaks.hook[part].length + leaks.webhook[part].length > 0);
 
-function memoryTarget(kind: 'hook' | 'webhook', part: MemoryPart, results: readonly LeakResult[]): SoakTargetResult {
-  const target = `${KIND_LABELS[kind]}${PART_LABELS[part]} memory flat (slope ≤ ${mibPerHour(LEAK_THRESHOLD_BYTES_PER_HOUR)} MiB/h)`;
+function memoryTarget(kind: 'hook' | 'webhook', part: JudgedMemory, results: readonly LeakResult[]): SoakTargetResult {
+  const target = `${KIND_LABELS[kind]} ${PART_LABELS[part].target} flat (slope ≤ ${mibPerHour(LEAK_THRESHOLD_BYTES_PER_HOUR)} MiB/h)`;
   const judged = results.filter((result) => result.slope !== undefined);
   if (judged.length === 0) return { target, measured: `none of ${results.length} container runs long enough`, verdict: 'not measured' };
   const grows = judged.filter((result) => result.verdict === 'grows').length;
@@ -223,7 +233,7 @@ function memoryTable(leaks: Leaks): string[] {
     const grows = judged.some((result) => result.verdict === 'grows');
     lines.push(
       row([
-        `${KIND_LABELS[kind]}${PART_LABELS[part]}`,
+        `${KIND_LABELS[kind]}${PART_LABELS[part].row}`,
         leaks[kind][part].length,
         judged.length,
         steepest ? mibPerHour(median(judged.map((result) => result.slope!.bytesPerHour))) : '—',
@@ -289,7 +299,7 @@ function findings(totals: SoakTotals, leaks: Leaks): string[] {
         .filter((result) => result.verdict === 'grows')
         .map(
           (result) =>
-            `- ${result.key}${part === 'anon' ? ' anonymous memory' : ''} grows ${mibPerHour(result.slope!.bytesPerHour)} MiB/h (r² ${result.slope!.r2.toFixed(2)})`,
+            `- ${result.key}${part === 'workingSet' ? '' : ` ${PART_LABELS[part].target}`} grows ${mibPerHour(result.slope!.bytesPerHour)} MiB/h (r² ${result.slope!.r2.toFixed(2)})`,
         ),
     ),
     ...totals.uncausedRestarts.map(
@@ -307,6 +317,7 @@ export function renderSoakMarkdown(records: readonly SoakRecord[]): string {
   const leaksOf = (kind: 'hook' | 'webhook') => ({
     workingSet: leakVerdict(memorySeries(records, kind)),
     anon: leakVerdict(memorySeries(records, kind, 'anon')),
+    heapAfterGc: leakVerdict(heapAfterMajorGcs(records, kind)),
   });
   const leaks: Leaks = { hook: leaksOf('hook'), webhook: leaksOf('webhook') };
   const { anon: withAnon, cpu: withCpu } = sampled(records);
@@ -354,6 +365,12 @@ export function renderSoakMarkdown(records: readonly SoakRecord[]): string {
       ? [
           'The anonymous part of the working set is judged apart: the working set also counts the page cache of the files',
           "a container read, which the kernel takes back at the limit; the anonymous part is the process's own memory, where a leak shows.",
+        ]
+      : []),
+    ...(leaks.hook.heapAfterGc.length + leaks.webhook.heapAfterGc.length > 0
+      ? [
+          "The heap after a major collection is a process's V8 heap in use at the first reading after its count of major collections went up:",
+          "the live heap, which a leak raises; the working set also rises between major collections, which come about an hour apart at a soak's pace.",
         ]
       : []),
     '',

@@ -10,7 +10,8 @@
  * schedule (soak-plan.ts) hits them with bench:faults' faults at random
  * (soak-faults.ts); meanwhile the soak looks every second at who leads each
  * namespace (soak-leaders.ts), samples every minute each container's working
- * set and restarts and each hook's watches (soak-samples.ts), and every five
+ * set, CPU time and restarts, each hook's watches, and each hook's and webhook
+ * replica's heap (soak-samples.ts), and every five
  * minutes runs the split-brain checker over each namespace's recording. The
  * record (soak-analysis.ts: run, fault, check, sample and watch lines) goes
  * to --out as it happens; docs/soak.md is rendered from it at the end (--docs).
@@ -41,7 +42,7 @@ import { applyFault } from './soak-faults.ts';
 import { LeaderTracker } from './soak-leaders.ts';
 import { CLUSTER_TARGET, parseDurationMs, planSoak, type SoakFault } from './soak-plan.ts';
 import { writeSoakReport } from './soak-report.ts';
-import { HOOK_METRICS_PORT, hookWatches, sampleContainers } from './soak-samples.ts';
+import { HOOK_METRICS_PORT, hookMetrics, sampleContainers, webhookHeaps } from './soak-samples.ts';
 import { finishRunRecord } from './trial-args.ts';
 
 const OPERATORS: readonly OperatorName[] = ['lfl-operator', 'lease-operator', 'client-go-operator', 'josdk-operator'];
@@ -251,7 +252,8 @@ async function main(): Promise<void> {
       const at = atMs();
       for (const namespace of [WEBHOOK_NAMESPACE, ...namespaces.map((ns) => ns.name)])
         for (const sample of await sampleContainers(namespace, at)) write(sample);
-      for (const ns of namespaces.filter((each) => each.withLeaderhook)) for (const watch of await hookWatches(ns.name, at)) write(watch);
+      for (const ns of namespaces.filter((each) => each.withLeaderhook)) for (const reading of await hookMetrics(ns.name, at)) write(reading);
+      for (const heap of await webhookHeaps(at)) write(heap);
     };
     // every container's restart count before the first fault: the baseline its restarts count from
     await sampleAll();

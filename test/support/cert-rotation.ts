@@ -17,9 +17,9 @@ import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { LogTail, webhookCallErrors } from './apiserver-log.ts';
 import { clusterStateDir, core } from './kube.ts';
-import { waitFor } from './wait.ts';
 import { kubectl } from './leaderhook.ts';
 import { type PodCreateLoadResult, startPodCreateLoad } from './pod-create-load.ts';
+import { waitFor } from './wait.ts';
 
 const NAMESPACE = 'leaderhook-system';
 const CERTIFICATE = 'leaderhook-webhook';
@@ -78,8 +78,8 @@ export function servedSerial(replica: WebhookReplica, ca: Buffer): Promise<strin
   });
 }
 
-/** One counter of `replica`'s /metrics, read over the same verified TLS. */
-export function webhookCounter(replica: WebhookReplica, ca: Buffer, metric: string): Promise<number> {
+/** `replica`'s /metrics page, read over the same verified TLS. */
+export function webhookMetrics(replica: WebhookReplica, ca: Buffer): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = request({ host: replica.ip, port: WEBHOOK_PORT, servername: SERVER_NAME, ca, path: '/metrics', timeout: 5000 }, (res) => {
       let body = '';
@@ -88,15 +88,21 @@ export function webhookCounter(replica: WebhookReplica, ca: Buffer, metric: stri
         body += chunk;
       });
       res.on('end', () => {
-        const line = body.split('\n').find((l) => l.startsWith(`${metric} `));
-        if (res.statusCode !== 200 || !line) reject(new Error(`${replica.name} /metrics (HTTP ${res.statusCode}) has no ${metric}`));
-        else resolve(Number(line.slice(metric.length + 1)));
+        if (res.statusCode !== 200) reject(new Error(`${replica.name} /metrics answered HTTP ${res.statusCode}`));
+        else resolve(body);
       });
     });
     req.on('timeout', () => req.destroy(new Error(`${replica.name} /metrics timed out`)));
     req.on('error', (error) => reject(new Error(`${replica.name} /metrics: ${error.message}`)));
     req.end();
   });
+}
+
+/** One counter of `replica`'s /metrics. */
+export async function webhookCounter(replica: WebhookReplica, ca: Buffer, metric: string): Promise<number> {
+  const line = (await webhookMetrics(replica, ca)).split('\n').find((l) => l.startsWith(`${metric} `));
+  if (!line) throw new Error(`${replica.name} /metrics has no ${metric}`);
+  return Number(line.slice(metric.length + 1));
 }
 
 interface CertificateStatus {

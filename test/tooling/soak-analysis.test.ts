@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import {
   cpuMilliCores,
   gapsAfterFaults,
+  heapAfterMajorGcs,
   LEAK_THRESHOLD_BYTES_PER_HOUR,
   leaderGaps,
   leakVerdict,
@@ -287,6 +288,38 @@ test("CPU in millicores comes from two samples in a row of one container's run, 
     [10, 50, 5],
   );
   assert.deepEqual(cpuMilliCores(records, 'webhook'), [], 'one sample is no pair');
+});
+
+test('the heap after a major collection is the first reading after the count went up, per run of a container', () => {
+  const heap = (atMs: number, pod: string, container: string, restarts: number, usedMiB: number, majorGcs: number): SoakRecord => ({
+    kind: 'heap',
+    atMs,
+    namespace: 'ns',
+    pod,
+    container,
+    heapUsedBytes: usedMiB * MiB,
+    majorGcs,
+    restarts,
+  });
+  const records = [
+    heap(0, 'p', 'leaderhook-release', 0, 10, 3), // a run's first reading: no count before it
+    heap(60_000, 'p', 'leaderhook-release', 0, 11, 3),
+    heap(120_000, 'p', 'leaderhook-release', 0, 9, 4),
+    heap(180_000, 'p', 'leaderhook-release', 0, 10, 4),
+    heap(240_000, 'p', 'leaderhook-release', 0, 9.5, 6), // two collections in the minute: one floor
+    heap(300_000, 'p', 'leaderhook-release', 1, 8, 3), // restarted: a new run, its first reading
+    heap(360_000, 'p', 'leaderhook-release', 1, 8.5, 4),
+    heap(60_000, 'w', 'webhook', 0, 15, 3),
+    heap(120_000, 'w', 'webhook', 0, 12, 4),
+  ];
+  assert.deepEqual(Object.fromEntries(heapAfterMajorGcs(records, 'hook')), {
+    'ns/p/leaderhook-release#0': [
+      { atMs: 120_000, bytes: 9 * MiB },
+      { atMs: 240_000, bytes: 9.5 * MiB },
+    ],
+    'ns/p/leaderhook-release#1': [{ atMs: 360_000, bytes: 8.5 * MiB }],
+  });
+  assert.deepEqual(Object.fromEntries(heapAfterMajorGcs([...records].reverse(), 'webhook')), { 'ns/w/webhook#0': [{ atMs: 120_000, bytes: 12 * MiB }] });
 });
 
 test('a record line that is not JSON is refused with its line number', () => {

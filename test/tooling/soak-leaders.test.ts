@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1ConfigMap, V1Pod } from '@kubernetes/client-node';
 import { DEAD_HOLDER_GRACE_MS, HEARTBEAT_SILENCE_MS, LeaderTracker } from '../bench/soak-leaders.ts';
-import { watchStates } from '../bench/soak-samples.ts';
+import { heapFigures, watchStates } from '../bench/soak-samples.ts';
 import { lockOf } from '../support/failover-trial.ts';
 import type { Observed, Recording } from '../support/recorder.ts';
 
@@ -92,5 +92,20 @@ describe('watchStates', () => {
       ],
     );
     assert.equal(watchStates('not metrics').size, 0);
+  });
+});
+
+describe('heapFigures', () => {
+  it('reads the heap in use and the major collections off a metrics page, 0 collections before the first', () => {
+    const page = [
+      '# TYPE nodejs_heap_size_used_bytes gauge',
+      'nodejs_heap_size_used_bytes 12845056',
+      'nodejs_heap_size_total_bytes 14680064',
+      'nodejs_gc_duration_seconds_count{kind="minor"} 812',
+      'nodejs_gc_duration_seconds_count{kind="major"} 4',
+    ].join('\n');
+    assert.deepEqual(heapFigures(page), { heapUsedBytes: 12845056, majorGcs: 4 });
+    assert.deepEqual(heapFigures('nodejs_heap_size_used_bytes 100\nnodejs_gc_duration_seconds_count{kind="minor"} 3'), { heapUsedBytes: 100, majorGcs: 0 });
+    assert.equal(heapFigures('leaderhook_hook_watch_up{watch="leases"} 1'), undefined, 'a page without the heap gives none');
   });
 });

@@ -64,6 +64,31 @@ test('with the anonymous part recorded, its slope is judged apart: page cache gr
   assert.match(growing, /\n- \S+\/webhook#\d+ anonymous memory grows \d+\.\d\d MiB\/h/);
 });
 
+test('with heap readings, the heap after each major collection is judged: flat floors under a rising working set are met, rising floors are not', () => {
+  const target = 'webhook heap after a major collection flat (slope ≤ 1.00 MiB/h)';
+  assert.deepEqual(targetRow(renderSoakMarkdown(sample), target), [], 'a record without heap readings has no such target');
+  // the webhook of the sample record, read every 5 min over 45 min, a major collection every 15 min
+  const heaps = (floorGrowthMiBPerHour: number): SoakRecord[] =>
+    Array.from({ length: 10 }, (_, i) => ({
+      kind: 'heap',
+      atMs: i * 300_000,
+      namespace: 'leaderhook',
+      pod: 'leaderhook-webhook-x',
+      container: 'webhook',
+      heapUsedBytes: (12 + (floorGrowthMiBPerHour * i * 300_000) / 3_600_000 + (i % 3) * 0.5) * 2 ** 20,
+      majorGcs: 3 + Math.floor(i / 3),
+      restarts: 0,
+    }));
+  const flat = renderSoakMarkdown([...sample, ...heaps(0)]);
+  assert.equal(targetRow(flat, target)[2], 'met');
+  assert.equal(targetRow(flat, 'webhook memory flat (slope ≤ 1.00 MiB/h)')[2], '**not met**', 'the working set is judged as before');
+  assert.ok(flat.split('\n').some((line) => line.startsWith('| webhook heap after a major collection | 1 | 1 | 0.00 |')));
+  assert.match(flat, /The heap after a major collection is a process's V8 heap in use/);
+  const rising = renderSoakMarkdown([...sample, ...heaps(4)]);
+  assert.equal(targetRow(rising, target)[2], '**not met**');
+  assert.match(rising, /\n- leaderhook\/leaderhook-webhook-x\/webhook#0 heap after a major collection grows 4\.00 MiB\/h/);
+});
+
 test('CPU columns appear where the samples have CPU time, and only then', () => {
   const header = (markdown: string) => cells(markdown.split('\n').find((line) => line.startsWith('| container | samples | working set MiB p50 |')));
   assert.ok(!header(renderSoakMarkdown(sample)).includes('CPU mCPU p50'));
