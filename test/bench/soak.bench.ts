@@ -19,7 +19,7 @@
  * operator settled. Runs inside the cluster's network namespace (the npm
  * script enters it); stops by itself, and on SIGINT or SIGTERM cleans up.
  */
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
@@ -80,7 +80,7 @@ const usage = `usage: npm run bench:soak -- [--duration 2h] [--seed N] [--mean-i
   --mean-interval D  the mean time between two faults (default 30s)
   --operators LIST   comma-separated, of ${OPERATORS.join(', ')} (default all)
   --out FILE         the record, one JSON line per fault, check, sample and watch (default: a new file in /tmp)
-  --docs DIR         where soak.md is rendered at the end (default: none)
+  --docs DIR         where soak.md is rendered at the end, made if missing (default: none)
 `;
 
 function parseSoakArgs(argv: readonly string[]) {
@@ -118,6 +118,15 @@ try {
 } catch (error) {
   process.stderr.write(`bench:soak: ${(error as Error).message}\n\n${usage}`);
   process.exit(2);
+}
+// made now, so a --docs that cannot be written fails before the hours of faults rather than after them
+if (args.docs) {
+  try {
+    mkdirSync(args.docs, { recursive: true });
+  } catch (error) {
+    process.stderr.write(`bench:soak: --docs ${args.docs}: ${(error as Error).message}\n`);
+    process.exit(2);
+  }
 }
 // options first: --help and a bad option answer on any machine
 connectTestCluster();
