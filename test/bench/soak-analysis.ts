@@ -214,6 +214,13 @@ export type ContainerKind = 'hook' | 'webhook' | 'operator';
 export const containerKindOf = (container: string): ContainerKind =>
   container === HOOK_CONTAINER_NAME ? 'hook' : container === WEBHOOK_CONTAINER_NAME ? 'webhook' : 'operator';
 
+/**
+ * One run of one container, "namespace/pod/container#restarts": a restart is
+ * a new process, whose memory, CPU time and collections start again.
+ */
+const runKey = (record: { namespace: string; pod: string; container: string; restarts: number }) =>
+  `${record.namespace}/${record.pod}/${record.container}#${record.restarts}`;
+
 /** Which figure of a sample a memory series follows: the working set, or its anonymous part where sampled. */
 export type MemoryPart = 'workingSet' | 'anon';
 
@@ -229,7 +236,7 @@ export function memorySeries(records: readonly SoakRecord[], kind: ContainerKind
     if (record.kind !== 'sample' || containerKindOf(record.container) !== kind) continue;
     const bytes = part === 'anon' ? record.anonBytes : record.workingSetBytes;
     if (bytes === undefined) continue;
-    const key = `${record.namespace}/${record.pod}/${record.container}#${record.restarts}`;
+    const key = runKey(record);
     series.set(key, [...(series.get(key) ?? []), { atMs: record.atMs, bytes }]);
   }
   return series;
@@ -248,7 +255,7 @@ export function cpuMilliCores(records: readonly SoakRecord[], kind: ContainerKin
     .filter((record): record is SoakSampleRecord => record.kind === 'sample' && containerKindOf(record.container) === kind && record.cpuNanos !== undefined)
     .sort((a, b) => a.atMs - b.atMs);
   for (const sample of samples) {
-    const key = `${sample.namespace}/${sample.pod}/${sample.container}#${sample.restarts}`;
+    const key = runKey(sample);
     const before = last.get(key);
     const cpuNanos = sample.cpuNanos as number;
     if (before && sample.atMs > before.atMs && cpuNanos >= before.cpuNanos)
@@ -275,7 +282,7 @@ export function heapAfterMajorGcs(records: readonly SoakRecord[], kind: Containe
   const lastCount = new Map<string, number>();
   const floors = new Map<string, MemorySample[]>();
   for (const reading of readings) {
-    const key = `${reading.namespace}/${reading.pod}/${reading.container}#${reading.restarts}`;
+    const key = runKey(reading);
     const before = lastCount.get(key);
     // a run's first reading has no count before it: whether a collection just ran is unknown
     if (before !== undefined && reading.majorGcs > before) floors.set(key, [...(floors.get(key) ?? []), { atMs: reading.atMs, bytes: reading.heapUsedBytes }]);

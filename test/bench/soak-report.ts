@@ -320,7 +320,7 @@ export function renderSoakMarkdown(records: readonly SoakRecord[]): string {
     heapAfterGc: leakVerdict(heapAfterMajorGcs(records, kind)),
   });
   const leaks: Leaks = { hook: leaksOf('hook'), webhook: leaksOf('webhook') };
-  const { anon: withAnon, cpu: withCpu } = sampled(records);
+  const judgedParts = MEMORY_PARTS_OF(leaks);
   const results = targets(records, totals, leaks);
   const met = results.filter((result) => result.verdict === 'met').length;
   const sum = (outcome: 'applied' | 'skipped' | 'failed') =>
@@ -361,13 +361,13 @@ export function renderSoakMarkdown(records: readonly SoakRecord[]): string {
     'The least-squares slope of the working set of each run of a container (a restart starts a new run), against',
     `${mibPerHour(LEAK_THRESHOLD_BYTES_PER_HOUR)} MiB/h: not zero, since a garbage-collected heap is a sawtooth whose fitted slope is never exactly 0.`,
     `A run shorter than ${MIN_SLOPE_SPAN_MS / 60_000} min is not judged.`,
-    ...(withAnon
+    ...(judgedParts.includes('anon')
       ? [
           'The anonymous part of the working set is judged apart: the working set also counts the page cache of the files',
           "a container read, which the kernel takes back at the limit; the anonymous part is the process's own memory, where a leak shows.",
         ]
       : []),
-    ...(leaks.hook.heapAfterGc.length + leaks.webhook.heapAfterGc.length > 0
+    ...(judgedParts.includes('heapAfterGc')
       ? [
           "The heap after a major collection is a process's V8 heap in use at the first reading after its count of major collections went up:",
           "the live heap, which a leak raises; the working set also rises between major collections, which come about an hour apart at a soak's pace.",
@@ -376,7 +376,7 @@ export function renderSoakMarkdown(records: readonly SoakRecord[]): string {
     '',
     ...memoryTable(leaks),
     '',
-    `Every sample of the working set over the run (cgroup usage less inactive file pages: the figure the kubelet evicts by)${withCpu ? ", and the CPU each container used between two of its samples in a row (the minute's average)" : ''}:`,
+    `Every sample of the working set over the run (cgroup usage less inactive file pages: the figure the kubelet evicts by)${sampled(records).cpu ? ", and the CPU each container used between two of its samples in a row (the minute's average)" : ''}:`,
     '',
     ...workingSetTable(records),
     '',

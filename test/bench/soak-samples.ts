@@ -12,6 +12,7 @@ import { trustedCa, webhookMetrics, webhookReplicas } from '../support/cert-rota
 import { WEBHOOK_NAMESPACE } from '../support/faults.ts';
 import { core } from '../support/kube.ts';
 import { RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
+import { parseExposition } from './apiserver-metrics.ts';
 import { cgroupDirsOf, containerPids, readCgroup } from './container-cgroup.ts';
 import { type SoakHeapRecord, type SoakSampleRecord, type SoakWatchRecord, WEBHOOK_CONTAINER_NAME } from './soak-analysis.ts';
 
@@ -59,13 +60,16 @@ export function watchStates(metrics: string): Map<string, boolean> {
   return states;
 }
 
+const HEAP_SERIES: ReadonlySet<string> = new Set(['nodejs_heap_size_used_bytes', 'nodejs_gc_duration_seconds_count']);
+
 /** The heap in use and the major collections so far, from prom-client's default Node.js metrics; undefined without them. */
 export function heapFigures(metrics: string): { heapUsedBytes: number; majorGcs: number } | undefined {
-  const used = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(metrics);
+  const series = parseExposition(metrics, HEAP_SERIES);
+  const used = series.find((each) => each.name === 'nodejs_heap_size_used_bytes');
   if (!used) return undefined;
-  // the series appears with the first major collection
-  const major = /^nodejs_gc_duration_seconds_count\{kind="major"\} (\S+)$/m.exec(metrics);
-  return { heapUsedBytes: Number(used[1]), majorGcs: major ? Number(major[1]) : 0 };
+  // the kind="major" series appears with the first major collection
+  const major = series.find((each) => each.name === 'nodejs_gc_duration_seconds_count' && each.labels.kind === 'major');
+  return { heapUsedBytes: used.value, majorGcs: major?.value ?? 0 };
 }
 
 /** Each hook's watches and heap, read from its metrics; a hook that does not answer in 2 s gives none this time. */
