@@ -27,12 +27,26 @@ class Connection {
   #done: ((status: number, body: Buffer | undefined) => void) | undefined;
   #keepBody = false;
   #failed: ((error: Error) => void) | undefined;
+  #closed = false;
 
   private constructor(socket: TLSSocket) {
     this.#socket = socket;
     socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('error', (error) => this.#fail(error));
-    socket.on('close', () => this.#fail(new Error('connection closed by the server')));
+    socket.on('close', () => {
+      this.#closed = true;
+      this.#fail(new Error('connection closed by the server'));
+    });
+  }
+
+  /**
+   * Closed by the server, as a server closes a keep-alive connection left
+   * idle (Node answers one that sent nothing for its request timeout with a
+   * 408 and closes it): the pool opens another in its place, as an HTTP
+   * client's transport does.
+   */
+  get closed(): boolean {
+    return this.#closed;
   }
 
   static open(target: Target): Promise<Connection> {
@@ -68,6 +82,8 @@ class Connection {
   }
 
   #onData(chunk: Buffer): void {
+    // an answer to no request: the server closing an idle connection, which 'close' marks
+    if (this.#done === undefined) return;
     this.#pending = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
     const parsed = parseResponse(this.#pending, this.#keepBody);
     if (parsed === undefined) return;
@@ -91,6 +107,9 @@ function parseResponse(data: Buffer, keepBody: boolean): { status: number; end: 
     if (data.length < end) return undefined;
     return { status, end, body: keepBody ? Buffer.from(data.subarray(bodyStart, end)) : undefined };
   }
+  // a bodiless answer before the server closes the connection (Node's 408 for a request it timed out)
+  if (/\r\nconnection:\s*close/i.test(head) && !/\r\ntransfer-encoding:/i.test(head))
+    return { status, end: data.length, body: keepBody ? Buffer.alloc(0) : undefined };
   if (!/\r\ntransfer-encoding:\s*chunked/i.test(head)) throw new Error(`a response with neither Content-Length nor chunked encoding: ${head}`);
   const chunks: Buffer[] = [];
   let at = bodyStart;
@@ -248,7 +267,22 @@ export async function openLoop(target: Target, request: Buffer, rate: number, se
         const dueAt = started + due * interval;
         due += 1;
         const connection = idle.pop();
-        if (connection) {
+        if (connection?.closed) {
+          lags[lagged++] = now - dueAt;
+          inFlight += 1;
+          void Connection.open(target).then(
+            (fresh) => {
+              inFlight -= 1;
+              pool.push(fresh);
+              send(fresh, dueAt);
+            },
+            () => {
+              inFlight -= 1;
+              failed += 1;
+              if (stopped && inFlight === 0) drained();
+            },
+          );
+        } else if (connection) {
           lags[lagged++] = now - dueAt;
           send(connection, dueAt);
         } else queue.push(dueAt);

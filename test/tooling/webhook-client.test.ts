@@ -1,0 +1,60 @@
+/**
+ * The benchmark's load client against a server that closes keep-alive
+ * connections left idle, as Node's does after its request timeout: an open
+ * loop at a low rate leaves most of its pool idle, and must answer every
+ * request due all the same, on connections it opens again.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { pino } from 'pino';
+import { ensureDevCertificates } from '../../src/webhook/devcerts.ts';
+import { mutateRequest, openLoop } from '../bench/webhook-client.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'leaderhook-webhook-client-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+test('an open loop opens a new connection in place of one the server closed while idle, and loses no request', async () => {
+  await ensureDevCertificates(dir, pino({ level: 'silent' }), ['127.0.0.1']);
+  let connections = 0;
+  let started = performance.now();
+  const server = createServer(
+    {
+      cert: readFileSync(join(dir, 'tls.crt')),
+      key: readFileSync(join(dir, 'tls.key')),
+      // a connection that never sent a request is answered 408 and closed after 0.5 s, one idle after its last answer
+      // is closed after 0.3 s
+      headersTimeout: 500,
+      keepAliveTimeout: 300,
+      requestTimeout: 500,
+      connectionsCheckingInterval: 50,
+    },
+    (req, res) => {
+      // two requests in flight in the first second, one at a time in the next, six at a time after: the connections of
+      // the first second and those never used are closed by then, and the client needs them again
+      const sinceStart = performance.now() - started;
+      const delay = sinceStart < 1000 ? 100 : sinceStart < 2000 ? 0 : 300;
+      req.resume();
+      req.on('end', () => setTimeout(() => res.end('{}'), delay));
+    },
+  );
+  server.on('secureConnection', () => {
+    connections += 1;
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (server.address() as { port: number }).port;
+    started = performance.now();
+    const load = await openLoop({ port, ca: readFileSync(join(dir, 'ca.crt')) }, mutateRequest(Buffer.from('{}')), 20, 3.5, 8);
+    assert.equal(load.failed, 0, 'no request failed on a closed connection');
+    assert.equal(load.notOk, 0);
+    assert.equal(load.count, 70, 'every request due was answered');
+    assert.ok(connections > 8, `the server closed idle connections and the client opened others (${connections} connections for a pool of 8)`);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
