@@ -29,3 +29,13 @@ export function readStatus(pid: number): { rssKiB: number; anonKiB: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return { rssKiB: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN), anonKiB: Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) };
 }
+
+/**
+ * The heap a major collection left, in MB as V8 prints them, from one line of
+ * `node --trace-gc` ("… Mark-Compact 27.5 (30.1) -> 20.1 (30.1) MB, …", with
+ * or without "(reduce)"); undefined for any other line (scavenges, logs).
+ */
+export function heapAfterMarkCompact(line: string): number | undefined {
+  const match = /: Mark-Compact(?: \([a-z ]+\))? [\d.]+ \([\d.]+\) -> ([\d.]+) \([\d.]+\) MB/.exec(line);
+  return match ? Number(match[1]) : undefined;
+}

@@ -5,7 +5,7 @@
  *
  *   npm run bench:webhook [-- --quick] [--seconds 6] [--warmup 8] [--pods kubebuilder,large]
  *     [--phases 100,500,2000,c1,c32] [--servers leaderhook,peer] [--root <checkout>] [--peer <binary>]
- *     [--memory-limit 256] [--node-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"] [--json results.jsonl]
+ *     [--memory-limit 256] [--node-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"] [--heap-after-gc] [--json results.jsonl]
  *
  * Each phase gets a fresh server process pinned to one core (`taskset -c 1`)
  * while this client runs on the other (core 0): leaderhook as the image runs
@@ -32,6 +32,10 @@
  * of up to 64 MiB) and reports the cgroup's peak charge and OOM kills per
  * phase (root only); --node-flags adds any node flag
  * (with it, servers are stopped by SIGTERM, so a --cpu-prof is written).
+ * --heap-after-gc runs leaderhook with `--trace-gc` (its log lines at warn, so
+ * they do not flood the trace) and reports the heap each major collection
+ * left, in order: a heap that keeps what requests allocated shows it there,
+ * where the maximum RSS only shows that memory was used.
  * --root measures another checkout's src/ (e.g. an older commit extracted
  * with `git archive`) with this checkout's node_modules. Loopback only; the
  * servers are stopped by their PIDs.
@@ -41,13 +45,14 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { appendFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { ensureDevCertificates } from '../../src/webhook/devcerts.ts';
-import { createMemoryCgroup, type MemoryCgroup } from './memory-cgroup.ts';
 import { buildPeer, type ServerProcess, startPeer, startServerProcess } from '../peers/webhook/process.ts';
 import { goldenSettings } from '../support/injection-settings.ts';
-import { compileLeaderhook, readStatus } from './compiled-webhook.ts';
+import { compileLeaderhook, heapAfterMarkCompact, readStatus } from './compiled-webhook.ts';
+import { createMemoryCgroup, type MemoryCgroup } from './memory-cgroup.ts';
 import { closedLoop, type LoadResult, mutateRequest, openLoop, probe, type Target } from './webhook-client.ts';
 import { kubebuilderReview, largePodReview } from './webhook-pods.ts';
 
@@ -64,6 +69,7 @@ const { values } = parseArgs({
     root: { type: 'string', default: repo },
     peer: { type: 'string' },
     'node-flags': { type: 'string', default: '' },
+    'heap-after-gc': { type: 'boolean', default: false },
     'memory-limit': { type: 'string' },
     json: { type: 'string' },
     'server-cpu': { type: 'string', default: '1' },
@@ -81,7 +87,8 @@ const warmupSeconds = Number(values.warmup ?? (values.quick ? 0.5 : 8));
 const pods = values.pods.split(',').map((p) => p.trim());
 const phases = values.phases.split(',').map((p) => p.trim());
 const servers = values.servers.split(',').map((s) => s.trim()) as ('leaderhook' | 'peer')[];
-const nodeFlags = values['node-flags'].split(/\s+/).filter(Boolean);
+const heapAfterGc = values['heap-after-gc'];
+const nodeFlags = [...values['node-flags'].split(/\s+/).filter(Boolean), ...(heapAfterGc ? ['--trace-gc'] : [])];
 const memoryLimitMiB = values['memory-limit'] === undefined ? undefined : Number(values['memory-limit']);
 if (memoryLimitMiB !== undefined && !(Number.isInteger(memoryLimitMiB) && memoryLimitMiB >= 32)) {
   throw new Error(`--memory-limit must be a whole number of MiB, at least 32; got ${values['memory-limit']}`);
@@ -175,6 +182,8 @@ interface Row {
   /** With --memory-limit: the leaderhook server's cgroup peak charge (MiB) and the processes OOM-killed in it. */
   cgroupPeakMiB?: number;
   oomKills?: number;
+  /** With --heap-after-gc: the heap (MB) each major collection of the leaderhook server left, in order. */
+  heapAfterMajorGcMB?: number[];
   /** Open loop: the rate was held (answers ≥ 98 % of requests due, none left unsent). */
   sustained: boolean;
 }
@@ -239,7 +248,7 @@ async function main(): Promise<void> {
     const version = (JSON.parse(readFileSync(join(resolve(values.root), 'package.json'), 'utf8')) as { version: string }).version;
 
     let cgroups = 0;
-    const start = async (server: 'leaderhook' | 'peer'): Promise<ServerProcess & { cgroup?: MemoryCgroup }> => {
+    const start = async (server: 'leaderhook' | 'peer'): Promise<ServerProcess & { cgroup?: MemoryCgroup; heapsAfter?: number[] }> => {
       const common = { certFile, keyFile, ca, settings: { ...settings, version }, cpus: values['server-cpu'] };
       if (server === 'peer') return startPeer(peerBinary, common);
       const cgroup = memoryLimitMiB === undefined ? undefined : createMemoryCgroup(`leaderhook-bench-${process.pid}-${cgroups++}`, memoryLimitMiB);
@@ -257,12 +266,24 @@ async function main(): Promise<void> {
           `--hook-image=${settings.image}`,
           `--hook-image-pull-policy=${settings.imagePullPolicy}`,
         ],
-        { ...common, env: { PATH: process.env.PATH, NODE_ENV: 'production', LEADERHOOK_LOG_LEVEL: 'info' } },
+        {
+          ...common,
+          env: { PATH: process.env.PATH, NODE_ENV: 'production', LEADERHOOK_LOG_LEVEL: heapAfterGc ? 'warn' : 'info' },
+          ...(heapAfterGc ? { stdio: 'pipe' as const } : {}),
+        },
       ).catch((error) => {
         cgroup?.remove();
         throw error;
       });
-      return { ...running, cgroup };
+      const heapsAfter: number[] = [];
+      if (heapAfterGc && running.child.stdout) {
+        running.child.stderr?.resume();
+        createInterface({ input: running.child.stdout }).on('line', (line) => {
+          const after = heapAfterMarkCompact(line);
+          if (after !== undefined) heapsAfter.push(after);
+        });
+      }
+      return { ...running, cgroup, heapsAfter };
     };
 
     const bodies: Record<string, Buffer> = { kubebuilder: kubebuilderReview(), large: largePodReview() };
@@ -298,6 +319,7 @@ async function main(): Promise<void> {
               serverWaitMsPerS: waitNs / 1e6 / result.elapsedS,
               stealMsPerS: (steal * 10) / result.elapsedS,
               ...(running.cgroup ? { cgroupPeakMiB: running.cgroup.peakMiB(), oomKills: running.cgroup.oomKills() } : {}),
+              ...(heapAfterGc && server === 'leaderhook' ? { heapAfterMajorGcMB: [...(running.heapsAfter ?? [])] } : {}),
             };
             rows.push(row);
             console.log(
@@ -305,6 +327,7 @@ async function main(): Promise<void> {
                 `RSS ${fmt(row.rssMiB, 0)} MiB (anon ${fmt(row.anonMiB, 0)})  client CPU ${fmt(row.clientCpu * 100, 0)} %, send lag p99 ${fmt(row.sendLagP99)} ms  ` +
                 `server waited ${fmt(row.serverWaitMsPerS, 0)} ms/s for its core, steal ${fmt(row.stealMsPerS, 0)} ms/s  load ${fmt(load1)}` +
                 `${row.cgroupPeakMiB === undefined ? '' : `  cgroup peak ${fmt(row.cgroupPeakMiB, 0)} of ${memoryLimitMiB} MiB, OOM kills ${row.oomKills}`}` +
+                `${row.heapAfterMajorGcMB ? `  heap after each major collection ${row.heapAfterMajorGcMB.join(', ') || 'none'} MB` : ''}` +
                 `${row.notOk || row.failed || row.unsent ? `  non-200 ${row.notOk}, failed ${row.failed}, unsent ${row.unsent}` : ''}${row.sustained ? '' : '  NOT SUSTAINED'}`,
             );
             if (values.json)

@@ -100,8 +100,8 @@ export interface StartOptions {
   settings: InjectionSettings;
   /** `taskset -c <cpus>` in front of the command, e.g. "1". */
   cpus?: string;
-  /** Where its log lines go; /dev/null unless a test wants to read them. */
-  stdio?: 'ignore' | 'inherit';
+  /** Where its log lines go; /dev/null unless a test or benchmark wants to read them ('pipe': from `child.stdout`). */
+  stdio?: 'ignore' | 'inherit' | 'pipe';
 }
 
 /** Starts a server command on a free port of 127.0.0.1 and waits until it serves TLS. */
