@@ -180,9 +180,24 @@ export interface LeakResult {
   thresholdBytesPerHour: number;
   /** Absent where the series is too short to judge (memorySlope's minimum). */
   slope?: MemorySlope;
+  /** The slope of the run's later half alone, where that half is itself long enough to judge: see laterHalf. */
+  laterSlope?: MemorySlope;
   verdict: 'flat' | 'grows' | 'too short';
   /** Why a series was not judged. */
   reason?: string;
+}
+
+/**
+ * The samples of a run's later half in time. A process's memory rises while it
+ * warms up (code compiled, modules loaded, buffers and pools filled) and then
+ * levels off, where a leak goes on rising: the later half's slope tells the
+ * two apart. It is reported beside the whole run's, which stays the verdict.
+ */
+export function laterHalf(samples: readonly MemorySample[]): MemorySample[] {
+  if (samples.length === 0) return [];
+  const times = samples.map((sample) => sample.atMs);
+  const middle = (Math.min(...times) + Math.max(...times)) / 2;
+  return samples.filter((sample) => sample.atMs >= middle);
 }
 
 /**
@@ -202,7 +217,13 @@ export function leakVerdict(
     } catch (error) {
       return { key, thresholdBytesPerHour, verdict: 'too short', reason: (error as Error).message };
     }
-    return { key, thresholdBytesPerHour, slope, verdict: slope.bytesPerHour > thresholdBytesPerHour ? 'grows' : 'flat' };
+    const verdict = slope.bytesPerHour > thresholdBytesPerHour ? 'grows' : 'flat';
+    try {
+      return { key, thresholdBytesPerHour, slope, laterSlope: memorySlope(laterHalf(samples), minSpanMs), verdict };
+    } catch {
+      // the later half is shorter than a judged run: the whole run's slope is all there is
+      return { key, thresholdBytesPerHour, slope, verdict };
+    }
   });
 }
 

@@ -291,6 +291,12 @@ function workingSetTable(records: readonly SoakRecord[]): string[] {
   return lines;
 }
 
+/** Whether a run that grew went on growing over its later half, where that half was long enough to judge. */
+const laterHalfNote = (result: LeakResult): string =>
+  result.laterSlope === undefined
+    ? ''
+    : `; over its later half ${mibPerHour(result.laterSlope.bytesPerHour)} MiB/h, ${result.laterSlope.bytesPerHour > result.thresholdBytesPerHour ? 'still growing' : 'levelled off'}`;
+
 /** The runs that grew, and the restarts and watches behind a target not met, for whoever looks into them. */
 function findings(totals: SoakTotals, leaks: Leaks): string[] {
   const lines = [
@@ -299,7 +305,7 @@ function findings(totals: SoakTotals, leaks: Leaks): string[] {
         .filter((result) => result.verdict === 'grows')
         .map(
           (result) =>
-            `- ${result.key}${part === 'workingSet' ? '' : ` ${PART_LABELS[part].target}`} grows ${mibPerHour(result.slope!.bytesPerHour)} MiB/h (r² ${result.slope!.r2.toFixed(2)})`,
+            `- ${result.key}${part === 'workingSet' ? '' : ` ${PART_LABELS[part].target}`} grows ${mibPerHour(result.slope!.bytesPerHour)} MiB/h (r² ${result.slope!.r2.toFixed(2)})${laterHalfNote(result)}`,
         ),
     ),
     ...totals.uncausedRestarts.map(
@@ -360,7 +366,8 @@ export function renderSoakMarkdown(records: readonly SoakRecord[]): string {
     '',
     'The least-squares slope of the working set of each run of a container (a restart starts a new run), against',
     `${mibPerHour(LEAK_THRESHOLD_BYTES_PER_HOUR)} MiB/h: not zero, since a garbage-collected heap is a sawtooth whose fitted slope is never exactly 0.`,
-    `A run shorter than ${MIN_SLOPE_SPAN_MS / 60_000} min is not judged.`,
+    `A run shorter than ${MIN_SLOPE_SPAN_MS / 60_000} min is not judged. A run that grew is named in the findings with the slope of its later half`,
+    `where that half spans ${MIN_SLOPE_SPAN_MS / 60_000} min or more: a warm-up levels off there, a leak goes on; the whole run stays the verdict.`,
     ...(judgedParts.includes('anon')
       ? [
           'The anonymous part of the working set is judged apart: the working set also counts the page cache of the files',

@@ -10,6 +10,7 @@ import {
   gapsAfterFaults,
   heapAfterMajorGcs,
   LEAK_THRESHOLD_BYTES_PER_HOUR,
+  laterHalf,
   leaderGaps,
   leakVerdict,
   longestGap,
@@ -78,6 +79,34 @@ test('a flat sawtooth with noise stays under the leak threshold; the same with 3
   assert.ok(Math.abs(verdicts[1]!.slope!.bytesPerHour - 3 * MiB) < 0.5 * MiB);
   assert.match(verdicts[2]!.reason!, /spanning at least 30 min, these span 15\.0 min/);
   assert.equal(leakVerdict(new Map([['leak', workingSet(2, 3 * MiB)]]), 4 * MiB)[0]!.verdict, 'flat', 'the threshold given is the one judged by');
+});
+
+test("a run's later half is judged alone where it is long enough: a warm-up that levels off, against a leak that goes on", () => {
+  const MINUTE = 60_000;
+  // 80 min sampled each minute: 8 MiB of warm-up over the first 30 min, then flat (a sawtooth of ±0.5 MiB)
+  const warmUp = Array.from({ length: 81 }, (_, i) => ({ atMs: i * MINUTE, bytes: (20 + (8 * Math.min(i, 30)) / 30 + (i % 4) * 0.25) * MiB }));
+  const [levelled] = leakVerdict(new Map([['warm-up', warmUp]]));
+  assert.equal(levelled!.verdict, 'grows', 'the whole run is still the verdict');
+  assert.ok(levelled!.laterSlope !== undefined);
+  assert.ok(Math.abs(levelled!.laterSlope.bytesPerHour) < LEAK_THRESHOLD_BYTES_PER_HOUR, `${levelled!.laterSlope.bytesPerHour / MiB} MiB/h`);
+  assert.equal(levelled!.laterSlope.n, 41, 'the later half: minutes 40 to 80');
+  // the same 80 min growing 6 MiB/h throughout: the later half grows as much
+  const [leak] = leakVerdict(new Map([['leak', Array.from({ length: 81 }, (_, i) => ({ atMs: i * MINUTE, bytes: 20 * MiB + (6 * MiB * i) / 60 }))]]));
+  assert.ok(Math.abs(leak!.laterSlope!.bytesPerHour - 6 * MiB) < 1, `${leak!.laterSlope!.bytesPerHour / MiB} MiB/h`);
+  // a 50-min run is judged, its 25-min later half is not
+  const [short] = leakVerdict(new Map([['short', warmUp.slice(0, 51)]]));
+  assert.equal(short!.verdict, 'grows');
+  assert.equal(short!.laterSlope, undefined);
+  assert.deepEqual(laterHalf([]), []);
+  assert.deepEqual(
+    laterHalf([
+      { atMs: 30, bytes: 3 },
+      { atMs: 0, bytes: 1 },
+      { atMs: 10, bytes: 2 },
+    ]).map((sample) => sample.atMs),
+    [30],
+    'by time, not by order: the half after the middle of the span',
+  );
 });
 
 test('a slope needs 3 samples spanning the minimum', () => {

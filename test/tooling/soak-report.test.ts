@@ -64,6 +64,26 @@ test('with the anonymous part recorded, its slope is judged apart: page cache gr
   assert.match(growing, /\n- \S+\/webhook#\d+ anonymous memory grows \d+\.\d\d MiB\/h/);
 });
 
+test("a run that grew is told with its later half's slope where that half is long enough to judge", () => {
+  // the webhook of the sample record, anonymous memory read each minute for 80 min: 8 MiB of warm-up over 30 min, then flat
+  const warmUp: SoakRecord[] = Array.from({ length: 81 }, (_, i) => ({
+    kind: 'sample',
+    atMs: i * 60_000,
+    namespace: 'leaderhook',
+    pod: 'leaderhook-webhook-y',
+    container: 'webhook',
+    workingSetBytes: 40 * 2 ** 20,
+    anonBytes: (20 + (8 * Math.min(i, 30)) / 30) * 2 ** 20,
+    restarts: 0,
+  }));
+  const markdown = renderSoakMarkdown([...sample, ...warmUp]);
+  assert.match(
+    markdown,
+    /\n- leaderhook\/leaderhook-webhook-y\/webhook#0 anonymous memory grows \d+\.\d\d MiB\/h \(r² \d\.\d\d\); over its later half 0\.00 MiB\/h, levelled off\n/,
+  );
+  assert.equal(targetRow(markdown, 'webhook anonymous memory flat (slope ≤ 1.00 MiB/h)')[2], '**not met**', 'the whole run stays the verdict');
+});
+
 test('with heap readings, the heap after each major collection is judged: flat floors under a rising working set are met, rising floors are not', () => {
   const target = 'webhook heap after a major collection flat (slope ≤ 1.00 MiB/h)';
   assert.deepEqual(targetRow(renderSoakMarkdown(sample), target), [], 'a record without heap readings has no such target');
