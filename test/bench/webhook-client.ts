@@ -142,6 +142,8 @@ export interface LoadResult {
   notOk: number;
   /** Requests that failed at the connection level. */
   failed: number;
+  /** Those failures by the error each met (its message), so that a count in a report says what it was. */
+  failures: Record<string, number>;
   /** Open loop: requests that were due but never sent before the end (the server fell behind). */
   unsent: number;
   /** Open loop: the latency every unsent request had at least, at the end (ms since it was due; max over them). */
@@ -157,6 +159,10 @@ export interface LoadResult {
    */
   sendLagP99Ms: number;
 }
+
+const countFailure = (failures: Record<string, number>, error: Error): void => {
+  failures[error.message] = (failures[error.message] ?? 0) + 1;
+};
 
 async function openConnections(target: Target, count: number): Promise<Connection[]> {
   return Promise.all(Array.from({ length: count }, () => Connection.open(target)));
@@ -181,6 +187,7 @@ export async function closedLoop(target: Target, request: Buffer, connections: n
   let count = 0;
   let notOk = 0;
   let failed = 0;
+  const failures: Record<string, number> = {};
   const cpu = process.cpuUsage();
   const started = performance.now();
   const deadline = started + seconds * 1000;
@@ -198,8 +205,9 @@ export async function closedLoop(target: Target, request: Buffer, connections: n
                 if (status !== 200) notOk += 1;
                 next();
               },
-              () => {
+              (error) => {
                 failed += 1;
+                countFailure(failures, error);
                 resolve();
               },
             );
@@ -211,7 +219,18 @@ export async function closedLoop(target: Target, request: Buffer, connections: n
   const elapsedS = (performance.now() - started) / 1000;
   const used = process.cpuUsage(cpu);
   for (const c of pool) c.close();
-  return { latencies, count, notOk, failed, unsent: 0, unsentLatencyMs: 0, elapsedS, clientCpu: (used.user + used.system) / 1e6 / elapsedS, sendLagP99Ms: 0 };
+  return {
+    latencies,
+    count,
+    notOk,
+    failed,
+    failures,
+    unsent: 0,
+    unsentLatencyMs: 0,
+    elapsedS,
+    clientCpu: (used.user + used.system) / 1e6 / elapsedS,
+    sendLagP99Ms: 0,
+  };
 }
 
 /**
@@ -232,6 +251,7 @@ export async function openLoop(target: Target, request: Buffer, rate: number, se
   let count = 0;
   let notOk = 0;
   let failed = 0;
+  const failures: Record<string, number> = {};
   let inFlight = 0;
   let due = 0;
   let stopped = false;
@@ -252,9 +272,10 @@ export async function openLoop(target: Target, request: Buffer, rate: number, se
         else idle.push(connection);
         if (stopped && inFlight === 0) drained();
       },
-      () => {
+      (error) => {
         inFlight -= 1;
         failed += 1;
+        countFailure(failures, error);
         if (stopped && inFlight === 0) drained();
       },
     );
@@ -276,9 +297,10 @@ export async function openLoop(target: Target, request: Buffer, rate: number, se
               pool.push(fresh);
               send(fresh, dueAt);
             },
-            () => {
+            (error: Error) => {
               inFlight -= 1;
               failed += 1;
+              countFailure(failures, new Error(`opening a connection in place of a closed one: ${error.message}`));
               if (stopped && inFlight === 0) drained();
             },
           );
@@ -310,5 +332,5 @@ export async function openLoop(target: Target, request: Buffer, rate: number, se
   for (const c of pool) c.close();
   const sortedLags = lags.subarray(0, lagged).sort();
   const sendLagP99Ms = sortedLags[Math.min(lagged - 1, Math.floor(0.99 * lagged))] ?? 0;
-  return { latencies, count, notOk, failed, unsent, unsentLatencyMs, elapsedS, clientCpu: (used.user + used.system) / 1e6 / elapsedS, sendLagP99Ms };
+  return { latencies, count, notOk, failed, failures, unsent, unsentLatencyMs, elapsedS, clientCpu: (used.user + used.system) / 1e6 / elapsedS, sendLagP99Ms };
 }

@@ -175,6 +175,8 @@ interface Row {
   count: number;
   notOk: number;
   failed: number;
+  /** The failures by the error each met. */
+  failures: Record<string, number>;
   unsent: number;
   clientCpu: number;
   sendLagP99: number;
@@ -187,6 +189,14 @@ interface Row {
   /** Open loop: the rate was held (answers ≥ 98 % of requests due, none left unsent). */
   sustained: boolean;
 }
+
+/** " (connection closed by the server ×1)": what the failures of a phase met. */
+const failureReasons = (failures: Record<string, number>): string =>
+  Object.keys(failures).length === 0
+    ? ''
+    : ` (${Object.entries(failures)
+        .map(([reason, times]) => `${reason} ×${times}`)
+        .join('; ')})`;
 
 function summarize(pod: string, phase: string, server: string, load: LoadResult, rssMiB: number, anonMiB: number, load1: number): Row {
   const sorted = load.latencies.subarray(0, load.count).sort();
@@ -206,6 +216,7 @@ function summarize(pod: string, phase: string, server: string, load: LoadResult,
     count: load.count,
     notOk: load.notOk,
     failed: load.failed,
+    failures: load.failures,
     unsent: load.unsent,
     clientCpu: load.clientCpu,
     sendLagP99: load.sendLagP99Ms,
@@ -328,7 +339,7 @@ async function main(): Promise<void> {
                 `server waited ${fmt(row.serverWaitMsPerS, 0)} ms/s for its core, steal ${fmt(row.stealMsPerS, 0)} ms/s  load ${fmt(load1)}` +
                 `${row.cgroupPeakMiB === undefined ? '' : `  cgroup peak ${fmt(row.cgroupPeakMiB, 0)} of ${memoryLimitMiB} MiB, OOM kills ${row.oomKills}`}` +
                 `${row.heapAfterMajorGcMB ? `  heap after each major collection ${row.heapAfterMajorGcMB.join(', ') || 'none'} MB` : ''}` +
-                `${row.notOk || row.failed || row.unsent ? `  non-200 ${row.notOk}, failed ${row.failed}, unsent ${row.unsent}` : ''}${row.sustained ? '' : '  NOT SUSTAINED'}`,
+                `${row.notOk || row.failed || row.unsent ? `  non-200 ${row.notOk}, failed ${row.failed}${failureReasons(row.failures)}, unsent ${row.unsent}` : ''}${row.sustained ? '' : '  NOT SUSTAINED'}`,
             );
             if (values.json)
               await appendFile(values.json, `${JSON.stringify({ ...row, seconds, warmupSeconds, bodyBytes: body.length, root: values.root })}\n`);

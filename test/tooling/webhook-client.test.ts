@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { pino } from 'pino';
 import { ensureDevCertificates } from '../../src/webhook/devcerts.ts';
-import { mutateRequest, openLoop } from '../bench/webhook-client.ts';
+import { closedLoop, mutateRequest, openLoop } from '../bench/webhook-client.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'leaderhook-webhook-client-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -50,9 +50,31 @@ test('an open loop opens a new connection in place of one the server closed whil
     started = performance.now();
     const load = await openLoop({ port, ca: readFileSync(join(dir, 'ca.crt')) }, mutateRequest(Buffer.from('{}')), 20, 3.5, 8);
     assert.equal(load.failed, 0, 'no request failed on a closed connection');
+    assert.deepEqual(load.failures, {});
     assert.equal(load.notOk, 0);
     assert.equal(load.count, 70, 'every request due was answered');
     assert.ok(connections > 8, `the server closed idle connections and the client opened others (${connections} connections for a pool of 8)`);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test('a request the server drops is counted as failed with the error it met', async () => {
+  await ensureDevCertificates(dir, pino({ level: 'silent' }), ['127.0.0.1']);
+  let answered = 0;
+  const server = createServer({ cert: readFileSync(join(dir, 'tls.crt')), key: readFileSync(join(dir, 'tls.key')) }, (req, res) => {
+    req.resume();
+    // the third request of a connection is dropped: the socket closed with no answer
+    req.on('end', () => (++answered % 3 === 0 ? req.socket.destroy() : res.end('{}')));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (server.address() as { port: number }).port;
+    const load = await closedLoop({ port, ca: readFileSync(join(dir, 'ca.crt')) }, mutateRequest(Buffer.from('{}')), 1, 2);
+    assert.equal(load.count, 2, 'the two answers before the drop');
+    assert.equal(load.failed, 1);
+    assert.deepEqual(load.failures, { 'connection closed by the server': 1 });
   } finally {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
