@@ -33,17 +33,14 @@ class Connection {
     this.#socket = socket;
     socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('error', (error) => this.#fail(error));
-    socket.on('close', () => {
-      this.#closed = true;
-      this.#fail(new Error('connection closed by the server'));
-    });
+    socket.on('close', () => this.#fail(new Error('connection closed by the server')));
   }
 
   /**
    * Closed by the server, as a server closes a keep-alive connection left
    * idle (Node answers one that sent nothing for its request timeout with a
-   * 408 and closes it): the pool opens another in its place, as an HTTP
-   * client's transport does.
+   * 408 and closes it), or failed: the pool opens another in its place, as an
+   * HTTP client's transport does.
    */
   get closed(): boolean {
     return this.#closed;
@@ -75,6 +72,8 @@ class Connection {
   }
 
   #fail(error: Error): void {
+    // a socket that errored is destroyed by Node as one the server closed is: neither carries another request
+    this.#closed = true;
     const failed = this.#failed;
     this.#done = undefined;
     this.#failed = undefined;
@@ -140,7 +139,7 @@ export interface LoadResult {
   count: number;
   /** Answers that were not 200. */
   notOk: number;
-  /** Requests that failed at the connection level. */
+  /** Requests that failed at the connection level: the sum of `failures`. */
   failed: number;
   /** Those failures by the error each met (its message), so that a count in a report says what it was. */
   failures: Record<string, number>;
@@ -164,6 +163,8 @@ const countFailure = (failures: Record<string, number>, error: Error): void => {
   failures[error.message] = (failures[error.message] ?? 0) + 1;
 };
 
+const totalOf = (failures: Record<string, number>): number => Object.values(failures).reduce((sum, times) => sum + times, 0);
+
 async function openConnections(target: Target, count: number): Promise<Connection[]> {
   return Promise.all(Array.from({ length: count }, () => Connection.open(target)));
 }
@@ -186,7 +187,6 @@ export async function closedLoop(target: Target, request: Buffer, connections: n
   const latencies = new Float64Array(Math.ceil(seconds * 50_000) + connections);
   let count = 0;
   let notOk = 0;
-  let failed = 0;
   const failures: Record<string, number> = {};
   const cpu = process.cpuUsage();
   const started = performance.now();
@@ -206,7 +206,6 @@ export async function closedLoop(target: Target, request: Buffer, connections: n
                 next();
               },
               (error) => {
-                failed += 1;
                 countFailure(failures, error);
                 resolve();
               },
@@ -223,7 +222,7 @@ export async function closedLoop(target: Target, request: Buffer, connections: n
     latencies,
     count,
     notOk,
-    failed,
+    failed: totalOf(failures),
     failures,
     unsent: 0,
     unsentLatencyMs: 0,
@@ -250,7 +249,6 @@ export async function openLoop(target: Target, request: Buffer, rate: number, se
   let queueHead = 0;
   let count = 0;
   let notOk = 0;
-  let failed = 0;
   const failures: Record<string, number> = {};
   let inFlight = 0;
   let due = 0;
@@ -274,8 +272,9 @@ export async function openLoop(target: Target, request: Buffer, rate: number, se
       },
       (error) => {
         inFlight -= 1;
-        failed += 1;
         countFailure(failures, error);
+        // back to the pool, closed: the next request due opens another in its place
+        idle.push(connection);
         if (stopped && inFlight === 0) drained();
       },
     );
@@ -299,7 +298,7 @@ export async function openLoop(target: Target, request: Buffer, rate: number, se
             },
             (error: Error) => {
               inFlight -= 1;
-              failed += 1;
+              idle.push(connection);
               countFailure(failures, new Error(`opening a connection in place of a closed one: ${error.message}`));
               if (stopped && inFlight === 0) drained();
             },
@@ -332,5 +331,16 @@ export async function openLoop(target: Target, request: Buffer, rate: number, se
   for (const c of pool) c.close();
   const sortedLags = lags.subarray(0, lagged).sort();
   const sendLagP99Ms = sortedLags[Math.min(lagged - 1, Math.floor(0.99 * lagged))] ?? 0;
-  return { latencies, count, notOk, failed, failures, unsent, unsentLatencyMs, elapsedS, clientCpu: (used.user + used.system) / 1e6 / elapsedS, sendLagP99Ms };
+  return {
+    latencies,
+    count,
+    notOk,
+    failed: totalOf(failures),
+    failures,
+    unsent,
+    unsentLatencyMs,
+    elapsedS,
+    clientCpu: (used.user + used.system) / 1e6 / elapsedS,
+    sendLagP99Ms,
+  };
 }

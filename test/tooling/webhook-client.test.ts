@@ -80,3 +80,31 @@ test('a request the server drops is counted as failed with the error it met', as
     await new Promise((resolve) => server.close(resolve));
   }
 });
+
+test('an open loop replaces a connection a request failed on, so the pool does not shrink with each failure', async () => {
+  await ensureDevCertificates(dir, pino({ level: 'silent' }), ['127.0.0.1']);
+  const served = new WeakMap<object, number>();
+  const server = createServer({ cert: readFileSync(join(dir, 'tls.crt')), key: readFileSync(join(dir, 'tls.key')) }, (req, res) => {
+    req.resume();
+    // each connection's third request is dropped: the socket closed with no answer
+    req.on('end', () => {
+      const n = (served.get(req.socket) ?? 0) + 1;
+      served.set(req.socket, n);
+      if (n === 3) req.socket.destroy();
+      else res.end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (server.address() as { port: number }).port;
+    // 30 requests on a pool of one connection: every third fails, the rest are answered on the connections opened in its place
+    const load = await openLoop({ port, ca: readFileSync(join(dir, 'ca.crt')) }, mutateRequest(Buffer.from('{}')), 20, 1.5, 1);
+    assert.deepEqual(load.failures, { 'connection closed by the server': 10 });
+    assert.equal(load.failed, 10, 'the sum of the failures');
+    assert.equal(load.count, 20);
+    assert.equal(load.unsent, 0, 'no request left waiting for a connection the pool lost');
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
