@@ -28,6 +28,13 @@ test('the record renders as the golden report', () => {
   assert.equal(renderSoakMarkdown(sample), golden);
 });
 
+test('a record with no fault is titled as such: the processes were left alone', () => {
+  assert.match(renderSoakMarkdown(sample), /\n# Soak: random faults, with leaderhook and without\n/);
+  const quiet = renderSoakMarkdown(sample.filter((record) => record.kind !== 'fault'));
+  assert.match(quiet, /\n# Soak: no fault, with leaderhook and without\n/);
+  assert.match(quiet, /\n0 faults applied, 0 skipped/);
+});
+
 test('the anonymous part of the working set is shown where the samples have it, and only then', () => {
   const header = (markdown: string) => cells(markdown.split('\n').find((line) => line.startsWith('| container | samples | working set MiB p50 |')));
   assert.equal(header(renderSoakMarkdown(sample)).length, 5, 'a record without it renders as before');
