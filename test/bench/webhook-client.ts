@@ -165,6 +165,19 @@ const countFailure = (failures: Record<string, number>, error: Error): void => {
 
 const totalOf = (failures: Record<string, number>): number => Object.values(failures).reduce((sum, times) => sum + times, 0);
 
+/** A loop's end: its connections closed, its time and this process's CPU over it, and its counts as one result. */
+function finishLoad(
+  pool: readonly Connection[],
+  started: number,
+  cpu: NodeJS.CpuUsage,
+  counts: Omit<LoadResult, 'failed' | 'elapsedS' | 'clientCpu'>,
+): LoadResult {
+  const elapsedS = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu);
+  for (const connection of pool) connection.close();
+  return { ...counts, failed: totalOf(counts.failures), elapsedS, clientCpu: (used.user + used.system) / 1e6 / elapsedS };
+}
+
 async function openConnections(target: Target, count: number): Promise<Connection[]> {
   return Promise.all(Array.from({ length: count }, () => Connection.open(target)));
 }
@@ -215,21 +228,7 @@ export async function closedLoop(target: Target, request: Buffer, connections: n
         }),
     ),
   );
-  const elapsedS = (performance.now() - started) / 1000;
-  const used = process.cpuUsage(cpu);
-  for (const c of pool) c.close();
-  return {
-    latencies,
-    count,
-    notOk,
-    failed: totalOf(failures),
-    failures,
-    unsent: 0,
-    unsentLatencyMs: 0,
-    elapsedS,
-    clientCpu: (used.user + used.system) / 1e6 / elapsedS,
-    sendLagP99Ms: 0,
-  };
+  return finishLoad(pool, started, cpu, { latencies, count, notOk, failures, unsent: 0, unsentLatencyMs: 0, sendLagP99Ms: 0 });
 }
 
 /**
@@ -326,21 +325,7 @@ export async function openLoop(target: Target, request: Buffer, rate: number, se
       setTimeout(resolve, drainS * 1000).unref();
     });
   }
-  const elapsedS = (performance.now() - started) / 1000;
-  const used = process.cpuUsage(cpu);
-  for (const c of pool) c.close();
   const sortedLags = lags.subarray(0, lagged).sort();
   const sendLagP99Ms = sortedLags[Math.min(lagged - 1, Math.floor(0.99 * lagged))] ?? 0;
-  return {
-    latencies,
-    count,
-    notOk,
-    failed: totalOf(failures),
-    failures,
-    unsent,
-    unsentLatencyMs,
-    elapsedS,
-    clientCpu: (used.user + used.system) / 1e6 / elapsedS,
-    sendLagP99Ms,
-  };
+  return finishLoad(pool, started, cpu, { latencies, count, notOk, failures, unsent, unsentLatencyMs, sendLagP99Ms });
 }
