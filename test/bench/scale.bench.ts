@@ -30,12 +30,10 @@
  * Refuses to run outside the cluster's network namespace. --json FILE writes
  * every figure (test/bench/scale-report.ts renders docs/scale.md from it).
  */
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
-import type { Lease } from '../../src/kube/types.ts';
 import {
   admin,
   createFakeNode,
@@ -51,9 +49,10 @@ import { compile, type HookProcess, startHookProcess } from '../integration/rele
 import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
 import { readBody, sendApiRequest } from '../support/raw-api.ts';
 import { type ApiServerSample, costBetween, ratesBetween, sampleOf } from './apiserver-metrics.ts';
-import { statusKiB } from './container-cgroup.ts';
-import { median, percentile } from './stats.ts';
+import { cpuSecondsOf, statusKiB } from './container-cgroup.ts';
+import { type RenewedLease, renewedLease, renewLeases } from './lease-renewer.ts';
 import type { ScaleRecord, ScaleRun } from './scale-report.ts';
+import { median, percentile } from './stats.ts';
 
 connectTestCluster();
 await refuseLeftovers('bench:scale');
@@ -94,20 +93,11 @@ if (values.json && existsSync(values.json)) throw new Error(`--json ${values.jso
 for (const n of hookCounts)
   for (const r of replicaCounts) if (n % r) throw new Error(`--hooks ${n} is not a multiple of --replicas ${r}: every namespace holds R pods`);
 
-const RENEW_EVERY_MS = 2_000;
 const HOOKS_STARTING_AT_ONCE = 8;
-const clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
 
 async function apiServer(): Promise<ApiServerSample> {
   const text = await readBody(await sendApiRequest('GET', '/metrics'));
   return sampleOf(text, performance.now() / 1000);
-}
-
-/** CPU seconds a process has used so far (user + system), from /proc. */
-function cpuSecondsOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
 }
 
 const progress = (line: string) => process.stderr.write(`[scale] ${line}\n`);
@@ -116,9 +106,7 @@ const progress = (line: string) => process.stderr.write(`[scale] ${line}\n`);
 interface OperatorNamespace {
   ns: TestNamespace;
   pods: { name: string; uid: string }[];
-  lease: Lease;
-  /** A renewal of its Lease is on its way: the next waits for it, as an elector's does. */
-  renewing?: boolean;
+  lease: RenewedLease;
 }
 
 async function createOperators(node: string, namespaces: number, replicas: number): Promise<OperatorNamespace[]> {
@@ -132,54 +120,12 @@ async function createOperators(node: string, namespaces: number, replicas: numbe
         const pod = await createPod(ns.name, `operator-${p}`, node);
         pods.push({ name: pod.metadata?.name as string, uid: pod.metadata?.uid as string });
       }
-      const lease = await createLease(ns.name, 'operator-lock', `${pods[0]?.name}_${randomUUID()}`);
+      const lease = renewedLease(await createLease(ns.name, 'operator-lock', `${pods[0]?.name}_${randomUUID()}`));
       out.push({ ns, pods, lease });
     }
   };
   await Promise.all(Array.from({ length: 8 }, worker));
   return out;
-}
-
-/**
- * Renews every namespace's Lease every 2 s, spread over the period, as each
- * leader's elector would (a renewal still on its way is not overlapped: the
- * round skips that Lease); stops when `signal` aborts.
- */
-function renewLeases(operators: OperatorNamespace[], signal: AbortSignal): Promise<void> {
-  const kube = admin();
-  const renewOne = async (o: OperatorNamespace) => {
-    const now = new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
-    const body = { ...o.lease, spec: { ...o.lease.spec, renewTime: now } };
-    const path = `/apis/coordination.k8s.io/v1/namespaces/${o.ns.name}/leases/operator-lock`;
-    o.lease = await (await kube).request<Lease>({ method: 'PUT', path, body }).catch(async (err: unknown) => {
-      // a conflict means the version moved: read it again, as the elector does
-      progress(`renewal of ${o.ns.name} failed (${String(err).slice(0, 120)}); reading it again`);
-      return (await kube).getLease(o.ns.name, 'operator-lock').catch((readErr: unknown) => {
-        progress(`reading ${o.ns.name}'s Lease again failed too (${String(readErr).slice(0, 120)}); the next round tries again`);
-        return o.lease;
-      });
-    });
-  };
-  return (async () => {
-    while (!signal.aborted) {
-      const round = performance.now();
-      for (const [i, o] of operators.entries()) {
-        const due = round + (i * RENEW_EVERY_MS) / operators.length;
-        const wait = due - performance.now();
-        if (wait > 0) await sleep(wait);
-        if (signal.aborted) return;
-        // an elector renews again only once its last renewal has answered: one that
-        // overlapped it would carry a stale resourceVersion and only conflict
-        if (o.renewing) continue;
-        o.renewing = true;
-        void renewOne(o).finally(() => {
-          o.renewing = false;
-        });
-      }
-      const rest = round + RENEW_EVERY_MS - performance.now();
-      if (rest > 0) await sleep(rest);
-    }
-  })();
 }
 
 async function startHooks(cli: string, operators: OperatorNamespace[]): Promise<{ hooks: HookProcess[]; readyMs: number[] }> {
@@ -208,7 +154,11 @@ async function measure(replicas: number, hooks: number, cli: string, node: strin
   progress(`N=${hooks} in namespaces of ${replicas}: creating ${hooks / replicas} namespaces`);
   const operators = await createOperators(node, hooks / replicas, replicas);
   const renewing = new AbortController();
-  const renewer = renewLeases(operators, renewing.signal);
+  const renewer = renewLeases(
+    operators.map((o) => o.lease),
+    renewing.signal,
+    progress,
+  );
   let started: HookProcess[] = [];
   try {
     await sleep(5_000);
@@ -271,12 +221,15 @@ async function measure(replicas: number, hooks: number, cli: string, node: strin
 
 async function main(): Promise<void> {
   const cli = values.cli ?? compile();
+  // counted before the benchmark's own node, which runs nothing
+  const clusterNodes = (await (await admin()).request<{ items: unknown[] }>({ method: 'GET', path: '/api/v1/nodes' })).items.length;
   const node = await createFakeNode();
   const record: ScaleRecord = {
     command: `npm run bench:scale -- ${process.argv.slice(2).join(' ')}`.trim(),
     date: new Date().toISOString(),
     machine: `${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`,
     windowSeconds,
+    nodes: clusterNodes,
     kubernetes: (await admin().then((k) => k.request<{ gitVersion: string }>({ method: 'GET', path: '/version' }))).gitVersion,
     idle: ratesBetween(await apiServer(), await sleep(windowSeconds * 1000).then(apiServer)),
     runs: [],
