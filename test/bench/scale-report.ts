@@ -41,12 +41,15 @@ export interface ScaleRecord {
   date: string;
   machine: string;
   kubernetes: string;
+  /** The cluster's nodes, the benchmark's own node (it runs nothing) aside; absent in the records of one node before it was kept. */
+  nodes?: number;
   windowSeconds: number;
   /** The cluster alone (N=0) over the window. */
   idle: ApiServerRates;
   runs: ScaleRun[];
 }
 
+const nodeCount = (nodes: number) => (nodes === 1 ? 'one node' : `${nodes} nodes`);
 const mcpu = (cores: number) => `${Math.round(cores * 1000)}`;
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(0);
 const fixed = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : '—');
@@ -54,23 +57,30 @@ const perSecond = (r: ApiServerRates) => sumOf(r.requestsPerSecond);
 const eventsPerSecond = (r: ApiServerRates) => sumOf(r.watchEventsPerSecond);
 
 /**
- * What the hooks' starts added: the start window's requests, response bytes
- * and CPU less what the window without hooks ran at over as many seconds (the
- * operators' Lease renewals go on while the hooks start, and at 2 replicas a
- * namespace they are 150 PUTs a second at N=600). A count below that rate is 0.
+ * What the hooks' starts added: the start window's requests and CPU less what
+ * the window without hooks ran at over as many seconds (the operators' Lease
+ * renewals go on while the hooks start, and at 2 replicas a namespace they are
+ * 150 PUTs a second at N=600). A count below that rate is 0.
+ *
+ * The response bytes are, for each kind of request, its bytes in the start
+ * window times the share of its requests the starts added. A watch's bytes
+ * are counted by the API server when the watch ends, so the WATCH bytes of the
+ * window belong to other clients' watches that ended in it (the kubelets' and
+ * controllers', at random): none are the starts', which only open watches.
+ * Subtracting the baseline's rate of all bytes instead let one long watch of
+ * the baseline window outweigh 600 starts.
  */
 export function startAdded(run: ScaleRun): { requests: Record<string, number>; responseBytes: number; cpuSeconds: number } {
   const { start, without } = run;
   const requests: Record<string, number> = {};
+  let responseBytes = 0;
   for (const [key, count] of Object.entries(start.requests)) {
     const added = Math.round(count - (without.requestsPerSecond[key] ?? 0) * start.seconds);
-    if (added > 0) requests[key] = added;
+    if (added <= 0) continue;
+    requests[key] = added;
+    if (!key.startsWith('WATCH ')) responseBytes += ((start.responseBytesByRequest[key] ?? 0) * added) / count;
   }
-  return {
-    requests,
-    responseBytes: Math.max(0, start.responseBytes - without.requestBytesPerSecond * start.seconds),
-    cpuSeconds: Math.max(0, start.cpuSeconds - without.cpuCores * start.seconds),
-  };
+  return { requests, responseBytes, cpuSeconds: Math.max(0, start.cpuSeconds - without.cpuCores * start.seconds) };
 }
 
 /** What one hook adds, from a run: the difference with and without hooks, divided by their number. */
@@ -122,7 +132,7 @@ export function renderScaleTables(record: ScaleRecord): string {
     '',
     '### Every hook starting at once (a rollout of all of them)',
     '',
-    'What the starts added: the window from the first start to the last hook ready, less what the API server served without hooks over as many seconds.',
+    "What the starts added: the window from the first start to the last hook ready, less what the API server served without hooks over as many seconds; the response bytes are those of the requests the starts added (the API server counts a watch's bytes when it ends, so none in the window are a start's).",
     '',
     '| replicas per namespace | N hooks | wall s | requests per hook | response KiB per hook | API server CPU ms per hook | ready p50 / p90 ms | requests (most first) |',
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
@@ -180,7 +190,7 @@ export const SCALE_BLOCK_END = '<!-- end of generated block -->';
 /** The run's header line, tables and extrapolation, as docs/scale.md holds them. */
 export function renderScaleBlock(record: ScaleRecord): string {
   return [
-    `\`${record.command}\`, ${record.date.slice(0, 10)}; ${record.machine}; Kubernetes ${record.kubernetes}, one node; each steady state measured over ${record.windowSeconds} s.`,
+    `\`${record.command}\`, ${record.date.slice(0, 10)}; ${record.machine}; Kubernetes ${record.kubernetes}, ${nodeCount(record.nodes ?? 1)}; each steady state measured over ${record.windowSeconds} s.`,
     '',
     renderScaleTables(record),
     '',

@@ -9,7 +9,16 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { costBetween, parseExposition, ratesBetween, SAMPLED_SERIES, sampleOf } from '../bench/apiserver-metrics.ts';
-import { perHook, renderExtrapolation, renderScaleTables, replaceScaleBlock, type ScaleRecord, type ScaleRun, startAdded } from '../bench/scale-report.ts';
+import {
+  perHook,
+  renderExtrapolation,
+  renderScaleBlock,
+  renderScaleTables,
+  replaceScaleBlock,
+  type ScaleRecord,
+  type ScaleRun,
+  startAdded,
+} from '../bench/scale-report.ts';
 
 function exposition(o: {
   getLeases: number;
@@ -83,12 +92,13 @@ describe('the per-hook figures', () => {
     namespaces: 1,
     without: idle,
     with: { ...idle, cpuCores: 0.15, watches: 44, watchEventsPerSecond: { leases: 15 }, residentBytes: idle.residentBytes + 10 * 2 ** 20 },
-    // 10 s of starts, over a baseline of 1 GET leases and 1/3 LIST pods a second, 333 response bytes a second, 0.05 cores
+    // 10 s of starts, over a baseline of 1 GET leases and 1/3 LIST pods a second, 333 response bytes a second, 0.05 cores;
+    // the WATCH pods bytes are a watch of someone else's that ended in the window
     start: {
       seconds: 10,
-      requests: { 'GET leases': 40, 'POST selfsubjectaccessreviews': 130, 'LIST pods': 2 },
+      requests: { 'GET leases': 40, 'POST selfsubjectaccessreviews': 130, 'LIST pods': 2, 'WATCH pods': 10 },
       responseBytes: 10_000,
-      responseBytesByRequest: {},
+      responseBytesByRequest: { 'GET leases': 4_000, 'POST selfsubjectaccessreviews': 5_200, 'LIST pods': 800, 'WATCH pods': 90_000 },
       watchEventBytes: 0,
       cpuSeconds: 1.5,
       readyMsP50: 900,
@@ -103,12 +113,13 @@ describe('the per-hook figures', () => {
     assert.equal(h.watches, 3);
     assert.equal(h.watchEventsPerSecond, 0.5);
     assert.equal(h.residentKiB, 1024);
-    assert.equal(h.startRequests, 16);
+    assert.equal(h.startRequests, 17);
   });
 
   test("a start's cost is what it added over the operators' own load in as many seconds; a count below that is 0", () => {
-    assert.deepEqual(startAdded(run).requests, { 'GET leases': 30, 'POST selfsubjectaccessreviews': 130 });
-    assert.equal(Math.round(startAdded(run).responseBytes), 6667);
+    assert.deepEqual(startAdded(run).requests, { 'GET leases': 30, 'POST selfsubjectaccessreviews': 130, 'WATCH pods': 10 });
+    // GET leases: 30 of its 40 requests added, so 3/4 of its 4,000 bytes; every review; no LIST pods; no WATCH bytes
+    assert.equal(startAdded(run).responseBytes, 3_000 + 5_200);
     assert.equal(Math.round(perHook(run).startCpuMs), 100);
   });
 
@@ -127,6 +138,20 @@ describe('the per-hook figures', () => {
     const extrapolated = renderExtrapolation(record);
     assert.match(extrapolated, /\| 20 \| 10 \| 10,000 \| 100\.0 \| 9\.8 \| 30,000 \|/);
     assert.match(extrapolated, /\| 20 \| 10 \| 100,000 \|/);
+  });
+
+  test("the header names the cluster's nodes; a record from before they were kept was of one node", () => {
+    const record: ScaleRecord = {
+      command: 'npm run bench:scale',
+      date: '2026-12-05',
+      machine: '2 cores',
+      kubernetes: 'v1.34.4',
+      windowSeconds: 30,
+      idle,
+      runs: [run],
+    };
+    assert.match(renderScaleBlock(record), /Kubernetes v1\.34\.4, one node;/);
+    assert.match(renderScaleBlock({ ...record, nodes: 3 }), /Kubernetes v1\.34\.4, 3 nodes;/);
   });
 });
 
