@@ -50,8 +50,11 @@ export interface HookProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts `leaderhook release` (the compiled `cli`) as pod `pod` of `ns`; `nodeArgs` go before the script, as on the container command. */
-export function startHookProcess(cli: string, ns: TestNamespace, pod: Pod, nodeArgs: string[] = []): HookProcess {
+/**
+ * Starts `leaderhook release` (the compiled `cli`) as pod `pod` of `ns`; `nodeArgs` go before the script, as on the container command;
+ * `env` adds to the downward-API variables (LEADERHOOK_METRICS_PORT, as the injector sets it).
+ */
+export function startHookProcess(cli: string, ns: TestNamespace, pod: Pod, nodeArgs: string[] = [], env: Record<string, string> = {}): HookProcess {
   const started = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, cli, 'release'], {
     env: {
@@ -60,6 +63,7 @@ export function startHookProcess(cli: string, ns: TestNamespace, pod: Pod, nodeA
       POD_NAMESPACE: ns.name,
       POD_UID: pod.metadata?.uid,
       LEADERHOOK_KUBECONFIG: ns.kubeconfig,
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
