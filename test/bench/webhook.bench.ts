@@ -5,7 +5,7 @@
  *
  *   npm run bench:webhook [-- --quick] [--seconds 6] [--warmup 8] [--pods kubebuilder,large]
  *     [--phases 100,500,2000,c1,c32] [--servers leaderhook,peer] [--root <checkout>] [--peer <binary>]
- *     [--memory-limit 256] [--node-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"] [--heap-after-gc] [--json results.jsonl]
+ *     [--memory-limit 256] [--node-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"] [--heap-after-gc] [--memory-every 60] [--json results.jsonl]
  *
  * Each phase gets a fresh server process pinned to one core (`taskset -c 1`)
  * while this client runs on the other (core 0): leaderhook as the image runs
@@ -36,6 +36,10 @@
  * they do not flood the trace) and reports the heap each major collection
  * left, in order: a heap that keeps what requests allocated shows it there,
  * where the maximum RSS only shows that memory was used.
+ * --memory-every S also keeps leaderhook's RssAnon every S seconds of a phase
+ * (with the major collections so far) and prints the slope of the phase's
+ * later half: for a phase of an hour or more, whether the server's memory
+ * levels off or goes on rising.
  * --root measures another checkout's src/ (e.g. an older commit extracted
  * with `git archive`) with this checkout's node_modules. Loopback only; the
  * servers are stopped by their PIDs.
@@ -53,6 +57,7 @@ import { buildPeer, type ServerProcess, startPeer, startServerProcess } from '..
 import { goldenSettings } from '../support/injection-settings.ts';
 import { compileLeaderhook, heapAfterMarkCompact, readStatus } from './compiled-webhook.ts';
 import { createMemoryCgroup, type MemoryCgroup } from './memory-cgroup.ts';
+import { laterHalf, memorySlope } from './soak-analysis.ts';
 import { closedLoop, type LoadResult, mutateRequest, openLoop, probe, type Target } from './webhook-client.ts';
 import { kubebuilderReview, largePodReview } from './webhook-pods.ts';
 
@@ -71,6 +76,7 @@ const { values } = parseArgs({
     'node-flags': { type: 'string', default: '' },
     'heap-after-gc': { type: 'boolean', default: false },
     'memory-limit': { type: 'string' },
+    'memory-every': { type: 'string' },
     json: { type: 'string' },
     'server-cpu': { type: 'string', default: '1' },
     'client-cpu': { type: 'string', default: '0' },
@@ -92,6 +98,10 @@ const nodeFlags = [...values['node-flags'].split(/\s+/).filter(Boolean), ...(hea
 const memoryLimitMiB = values['memory-limit'] === undefined ? undefined : Number(values['memory-limit']);
 if (memoryLimitMiB !== undefined && !(Number.isInteger(memoryLimitMiB) && memoryLimitMiB >= 32)) {
   throw new Error(`--memory-limit must be a whole number of MiB, at least 32; got ${values['memory-limit']}`);
+}
+const memoryEveryS = values['memory-every'] === undefined ? undefined : Number(values['memory-every']);
+if (memoryEveryS !== undefined && !(Number.isInteger(memoryEveryS) && memoryEveryS >= 1)) {
+  throw new Error(`--memory-every must be a whole number of seconds, at least 1; got ${values['memory-every']}`);
 }
 if (!(seconds > 0 && warmupSeconds >= 0)) throw new Error('--seconds must be positive and --warmup not negative');
 for (const p of phases) if (!/^(\d+|c\d+)$/.test(p)) throw new Error(`--phases: "${p}" is neither a rate (500) nor a connection count (c32)`);
@@ -129,28 +139,67 @@ function stealTicks(cpu: string): number {
   return Number(line?.split(/\s+/)[8] ?? Number.NaN);
 }
 
-/** Max VmRSS and RssAnon of `pid` while `work` runs. */
-async function sampled<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; rssMiB: number; anonMiB: number }> {
+/** The server's RssAnon at one moment of a phase, with the major collections it had made by then (--memory-every). */
+interface AnonSample {
+  atS: number;
+  anonKiB: number;
+  majorGcs: number;
+}
+
+/**
+ * Max VmRSS and RssAnon of `pid` while `work` runs; with `every`, also its
+ * RssAnon every `every.seconds` (the first at the start).
+ */
+async function sampled<T>(
+  pid: number,
+  work: () => Promise<T>,
+  every?: { seconds: number; majorGcs: () => number },
+): Promise<{ result: T; rssMiB: number; anonMiB: number; anonSeries?: AnonSample[] }> {
   let rss = 0;
   let anon = 0;
+  const started = performance.now();
+  const series: AnonSample[] = [];
   const sample = () => {
     try {
       const s = readStatus(pid);
       rss = Math.max(rss, s.rssKiB);
       anon = Math.max(anon, s.anonKiB);
+      return s;
     } catch {
       // the process is gone; the load result says so
+      return undefined;
     }
   };
-  sample();
+  const keep = () => {
+    const s = sample();
+    if (s && every) series.push({ atS: (performance.now() - started) / 1000, anonKiB: s.anonKiB, majorGcs: every.majorGcs() });
+  };
+  keep();
   const timer = setInterval(sample, RSS_SAMPLE_MS);
+  const seriesTimer = every ? setInterval(keep, every.seconds * 1000) : undefined;
   try {
     const result = await work();
-    sample();
-    return { result, rssMiB: rss / 1024, anonMiB: anon / 1024 };
+    keep();
+    return { result, rssMiB: rss / 1024, anonMiB: anon / 1024, ...(every ? { anonSeries: series } : {}) };
   } finally {
     clearInterval(timer);
+    clearInterval(seriesTimer);
   }
+}
+
+/** " anon 22.1 → 30.4 MiB over 60 min, later half 0.8 MiB/h": where a long phase's memory went. */
+function anonCourse(series: readonly AnonSample[]): string {
+  const first = series[0];
+  const last = series.at(-1);
+  if (!first || !last) return '';
+  const samples = series.map((s) => ({ atMs: s.atS * 1000, bytes: s.anonKiB * 1024 }));
+  let later = 'later half too short to judge';
+  try {
+    later = `later half ${fmt(memorySlope(laterHalf(samples)).bytesPerHour / 2 ** 20, 1)} MiB/h`;
+  } catch {
+    // under MIN_SLOPE_SPAN_MS: said as such
+  }
+  return `  anon ${fmt(first.anonKiB / 1024, 1)} → ${fmt(last.anonKiB / 1024, 1)} MiB over ${fmt(last.atS / 60, 0)} min, ${later}`;
 }
 
 function percentile(sorted: Float64Array, p: number): number {
@@ -184,6 +233,8 @@ interface Row {
   /** With --memory-limit: the leaderhook server's cgroup peak charge (MiB) and the processes OOM-killed in it. */
   cgroupPeakMiB?: number;
   oomKills?: number;
+  /** With --memory-every: leaderhook's RssAnon every that many seconds of the phase. */
+  anonSeries?: AnonSample[];
   /** With --heap-after-gc: the heap (MB) each major collection of the leaderhook server left, in order. */
   heapAfterMajorGcMB?: number[];
   /** Open loop: the rate was held (answers ≥ 98 % of requests due, none left unsent). */
@@ -316,21 +367,28 @@ async function main(): Promise<void> {
             checkAnswer(server, answer.status, answer.body);
             let waitNs = 0;
             let steal = 0;
-            const { result, rssMiB, anonMiB } = await sampled(running.pid, async () => {
-              if (warmupSeconds > 0) await runPhase(target, request, phase, warmupSeconds);
-              const waitBefore = runQueueWaitNs(running.pid);
-              const stealBefore = stealTicks(values['server-cpu']);
-              const load = await runPhase(target, request, phase, seconds);
-              waitNs = runQueueWaitNs(running.pid) - waitBefore;
-              steal = stealTicks(values['server-cpu']) - stealBefore;
-              return load;
-            });
+            const every =
+              memoryEveryS !== undefined && server === 'leaderhook' ? { seconds: memoryEveryS, majorGcs: () => running.heapsAfter?.length ?? 0 } : undefined;
+            const { result, rssMiB, anonMiB, anonSeries } = await sampled(
+              running.pid,
+              async () => {
+                if (warmupSeconds > 0) await runPhase(target, request, phase, warmupSeconds);
+                const waitBefore = runQueueWaitNs(running.pid);
+                const stealBefore = stealTicks(values['server-cpu']);
+                const load = await runPhase(target, request, phase, seconds);
+                waitNs = runQueueWaitNs(running.pid) - waitBefore;
+                steal = stealTicks(values['server-cpu']) - stealBefore;
+                return load;
+              },
+              every,
+            );
             const row = {
               ...summarize(pod, phase, server, result, rssMiB, anonMiB, load1),
               serverWaitMsPerS: waitNs / 1e6 / result.elapsedS,
               stealMsPerS: (steal * 10) / result.elapsedS,
               ...(running.cgroup ? { cgroupPeakMiB: running.cgroup.peakMiB(), oomKills: running.cgroup.oomKills() } : {}),
               ...(heapAfterGc && server === 'leaderhook' ? { heapAfterMajorGcMB: [...(running.heapsAfter ?? [])] } : {}),
+              ...(anonSeries ? { anonSeries } : {}),
             };
             rows.push(row);
             console.log(
@@ -339,6 +397,7 @@ async function main(): Promise<void> {
                 `server waited ${fmt(row.serverWaitMsPerS, 0)} ms/s for its core, steal ${fmt(row.stealMsPerS, 0)} ms/s  load ${fmt(load1)}` +
                 `${row.cgroupPeakMiB === undefined ? '' : `  cgroup peak ${fmt(row.cgroupPeakMiB, 0)} of ${memoryLimitMiB} MiB, OOM kills ${row.oomKills}`}` +
                 `${row.heapAfterMajorGcMB ? `  heap after each major collection ${row.heapAfterMajorGcMB.join(', ') || 'none'} MB` : ''}` +
+                `${row.anonSeries ? anonCourse(row.anonSeries) : ''}` +
                 `${row.notOk || row.failed || row.unsent ? `  non-200 ${row.notOk}, failed ${row.failed}${failureReasons(row.failures)}, unsent ${row.unsent}` : ''}${row.sustained ? '' : '  NOT SUSTAINED'}`,
             );
             if (values.json)
