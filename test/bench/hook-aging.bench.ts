@@ -63,8 +63,8 @@ interface AgingReading {
   anonKiB: number;
   rssKiB: number;
   cpuSeconds: number;
-  /** The V8 heap in use (nodejs_heap_size_used_bytes), in MB. */
-  heapUsedMB: number;
+  /** The V8 heap in use (nodejs_heap_size_used_bytes), in MB; absent where the metrics did not answer. */
+  heapUsedMB?: number;
   /** Renewals of the namespace's Leases so far: each a watch event to the hook. */
   renewals: number;
   majorGcs: number;
@@ -149,15 +149,20 @@ async function run(cli: string, node: string): Promise<AgingRecord> {
     for (;;) {
       const atS = (performance.now() - started) / 1000;
       if (hook.process.exitCode !== null || hook.process.signalCode !== null) break;
-      const heap = await heapOf(metricsPort);
+      const heap = await heapOf(metricsPort).catch((err: unknown) => {
+        // one unanswered read is a gap in the heap's column, not the end of an hour's run
+        progress(`reading the hook's metrics failed (${String(err).slice(0, 160)})`);
+        return undefined;
+      });
+      if (hook.process.exitCode !== null || hook.process.signalCode !== null) break;
       readings.push({
         atS,
         anonKiB: statusKiB(pid, 'RssAnon'),
         rssKiB: statusKiB(pid, 'VmRSS'),
         cpuSeconds: cpuSecondsOf(pid),
-        heapUsedMB: heap.heapUsedBytes / 1e6,
+        ...(heap ? { heapUsedMB: heap.heapUsedBytes / 1e6 } : {}),
         renewals: renewals(),
-        majorGcs: heap.majorGcs,
+        majorGcs: heap?.majorGcs ?? readings.at(-1)?.majorGcs ?? 0,
       });
       const last = readings.at(-1) as AgingReading;
       if (readings.length % 10 === 1)
@@ -168,6 +173,10 @@ async function run(cli: string, node: string): Promise<AgingRecord> {
     }
     const exitedEarly = hook.process.exitCode !== null || hook.process.signalCode !== null;
     await stopHook(hook);
+    if (readings.length === 0) {
+      const lastLines = hook.lines.slice(-5).map((line) => JSON.stringify(line));
+      throw new Error(`the hook exited (${hook.process.exitCode ?? hook.process.signalCode}) before its first reading; its last lines: ${lastLines.join(' ')}`);
+    }
     // the i-th collection came by the first reading that counted more than i
     const heaps = majorCollections(hook).map((mb, i) => ({ atS: readings.find((r) => r.majorGcs > i)?.atS ?? Number.NaN, mb }));
     const samples = readings.map((r) => ({ atMs: r.atS * 1000, bytes: r.anonKiB * 1024 }));
@@ -208,7 +217,7 @@ function print(record: AgingRecord): void {
   for (const [i, r] of record.readings.entries())
     if (i % step === 0 || r === last)
       out(
-        `| ${(r.atS / 60).toFixed(0)} | ${(r.anonKiB / 1024).toFixed(1)} | ${(r.rssKiB / 1024).toFixed(1)} | ${r.heapUsedMB.toFixed(1)} | ${r.majorGcs} | ${r.cpuSeconds.toFixed(1)} |`,
+        `| ${(r.atS / 60).toFixed(0)} | ${(r.anonKiB / 1024).toFixed(1)} | ${(r.rssKiB / 1024).toFixed(1)} | ${r.heapUsedMB?.toFixed(1) ?? '-'} | ${r.majorGcs} | ${r.cpuSeconds.toFixed(1)} |`,
       );
   const anons = record.readings.map((r) => r.anonKiB / 1024);
   out(
