@@ -34,7 +34,7 @@ import { parseBenchArgs } from './bench-args.ts';
 import { heapAfterMarkCompact } from './compiled-webhook.ts';
 import { cpuSecondsOf, statusKiB } from './container-cgroup.ts';
 import { RENEW_EVERY_MS, type RenewedLease, renewedLease, renewLeases } from './lease-renewer.ts';
-import { LEAK_THRESHOLD_BYTES_PER_HOUR, laterHalf, type MemorySample, memorySlope } from './soak-analysis.ts';
+import { judgedSlope, LEAK_THRESHOLD_BYTES_PER_HOUR, laterHalf, type MemorySample } from './soak-analysis.ts';
 import { heapFigures } from './soak-samples.ts';
 
 const usage = `usage: npm run bench:hook-aging -- [--minutes 60] [--leases 50] [--every 60] [--json FILE]
@@ -113,14 +113,11 @@ async function stopHook(hook: HookProcess, graceMs = 5_000): Promise<void> {
 }
 
 const MIB = 2 ** 20;
-/** The slope of RssAnon in MiB/h, where the samples span long enough to judge (memorySlope's minimum, as in the soak). */
-function slopeMiBPerHour(samples: readonly MemorySample[]): number | undefined {
-  try {
-    return memorySlope(samples).bytesPerHour / MIB;
-  } catch {
-    return undefined;
-  }
-}
+/** The slope of RssAnon in MiB/h, where the samples span long enough to judge (as in the soak). */
+const slopeMiBPerHour = (samples: readonly MemorySample[]): number | undefined => {
+  const slope = judgedSlope(samples);
+  return slope && slope.bytesPerHour / MIB;
+};
 
 async function run(cli: string, node: string): Promise<AgingRecord> {
   const ns: TestNamespace = await createNamespace('lh-aging');

@@ -167,6 +167,15 @@ export function memorySlope(samples: readonly MemorySample[], minSpanMs = MIN_SL
   return { bytesPerHour, interceptBytes: meanY - bytesPerHour * meanX, n, r2: syy === 0 ? 1 : 1 - residual / syy };
 }
 
+/** The slope where the samples span long enough to judge (memorySlope's minimum), else undefined: a short run is said to be one, not thrown on. */
+export function judgedSlope(samples: readonly MemorySample[], minSpanMs = MIN_SLOPE_SPAN_MS): MemorySlope | undefined {
+  try {
+    return memorySlope(samples, minSpanMs);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Not zero: a working set is a GC sawtooth (the heap fills, a collection
  * empties it, at no fixed period), so a fitted slope is never exactly 0 even
@@ -218,12 +227,9 @@ export function leakVerdict(
       return { key, thresholdBytesPerHour, verdict: 'too short', reason: (error as Error).message };
     }
     const verdict = slope.bytesPerHour > thresholdBytesPerHour ? 'grows' : 'flat';
-    try {
-      return { key, thresholdBytesPerHour, slope, laterSlope: memorySlope(laterHalf(samples), minSpanMs), verdict };
-    } catch {
-      // the later half is shorter than a judged run: the whole run's slope is all there is
-      return { key, thresholdBytesPerHour, slope, verdict };
-    }
+    // a later half shorter than a judged run has no slope: the whole run's is all there is
+    const laterSlope = judgedSlope(laterHalf(samples), minSpanMs);
+    return { key, thresholdBytesPerHour, slope, ...(laterSlope ? { laterSlope } : {}), verdict };
   });
 }
 

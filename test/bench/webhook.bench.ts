@@ -57,7 +57,7 @@ import { buildPeer, type ServerProcess, startPeer, startServerProcess } from '..
 import { goldenSettings } from '../support/injection-settings.ts';
 import { compileLeaderhook, heapAfterMarkCompact, readStatus } from './compiled-webhook.ts';
 import { createMemoryCgroup, type MemoryCgroup } from './memory-cgroup.ts';
-import { laterHalf, memorySlope } from './soak-analysis.ts';
+import { judgedSlope, laterHalf } from './soak-analysis.ts';
 import { closedLoop, type LoadResult, mutateRequest, openLoop, probe, type Target } from './webhook-client.ts';
 import { kubebuilderReview, largePodReview } from './webhook-pods.ts';
 
@@ -193,12 +193,8 @@ function anonCourse(series: readonly AnonSample[]): string {
   const last = series.at(-1);
   if (!first || !last) return '';
   const samples = series.map((s) => ({ atMs: s.atS * 1000, bytes: s.anonKiB * 1024 }));
-  let later = 'later half too short to judge';
-  try {
-    later = `later half ${fmt(memorySlope(laterHalf(samples)).bytesPerHour / 2 ** 20, 1)} MiB/h`;
-  } catch {
-    // under MIN_SLOPE_SPAN_MS: said as such
-  }
+  const slope = judgedSlope(laterHalf(samples));
+  const later = slope ? `later half ${fmt(slope.bytesPerHour / 2 ** 20, 1)} MiB/h` : 'later half too short to judge';
   return `  anon ${fmt(first.anonKiB / 1024, 1)} → ${fmt(last.anonKiB / 1024, 1)} MiB over ${fmt(last.atS / 60, 0)} min, ${later}`;
 }
 

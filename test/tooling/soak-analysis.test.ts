@@ -9,6 +9,7 @@ import {
   cpuMilliCores,
   gapsAfterFaults,
   heapAfterMajorGcs,
+  judgedSlope,
   LEAK_THRESHOLD_BYTES_PER_HOUR,
   laterHalf,
   leaderGaps,
@@ -389,4 +390,10 @@ test('a leaderless stretch counts against the latest fault on its namespace or c
       [NO_FAULT, [5_000], []],
     ],
   );
+});
+
+test('judgedSlope is the slope of a run long enough to judge, and undefined for a shorter one instead of a throw', () => {
+  const hour = workingSet(1, 6 * MiB);
+  assert.equal(judgedSlope(hour)?.bytesPerHour, memorySlope(hour).bytesPerHour);
+  assert.equal(judgedSlope(hour.filter((sample) => sample.atMs < 20 * 60_000)), undefined);
 });
