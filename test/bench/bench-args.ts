@@ -1,8 +1,9 @@
 /**
- * The command line of a benchmark whose options are whole numbers and a
- * `--json FILE` for its record: `--help` prints the usage and exits; a bad
- * number, a record file that exists or a folder that does not throws, naming the option, before
- * anything is created on the cluster.
+ * The command line of a benchmark whose options are whole numbers (or lists
+ * of them, `--leases 0,10,50`) and a `--json FILE` for its record: `--help`
+ * prints the usage and exits; a bad number, a record file that exists or a
+ * folder that does not throws, naming the option, before anything is created
+ * on the cluster.
  */
 import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -13,12 +14,27 @@ export interface WholeNumberOption {
   min: number;
 }
 
-export function parseBenchArgs<K extends string>(
+/** An option that takes one whole number or several, comma-separated. */
+export interface WholeNumberListOption {
+  default: number[];
+  min: number;
+}
+
+type ParsedNumbers<N> = { [P in keyof N]: N[P] extends WholeNumberListOption ? number[] : number };
+
+/** `text` (`"0,10,50"`) as whole numbers of at least `min`; throws naming `--flag`, with the usage, for anything else. */
+export function wholeNumberList(flag: string, text: string, min: number, usage: string): number[] {
+  const numbers = text.split(',').map((s) => (s.trim() === '' ? Number.NaN : Number(s)));
+  if (numbers.some((n) => !Number.isInteger(n) || n < min)) throw new Error(`--${flag} must list whole numbers of at least ${min}, got ${text}\n${usage}`);
+  return numbers;
+}
+
+export function parseBenchArgs<N extends Record<string, WholeNumberOption | WholeNumberListOption>>(
   usage: string,
-  numbers: Record<K, WholeNumberOption>,
+  numbers: N,
   argv: readonly string[] = process.argv.slice(2),
-): Record<K, number> & { json?: string } {
-  const names = Object.keys(numbers) as K[];
+): ParsedNumbers<N> & { json?: string } {
+  const names = Object.keys(numbers) as (keyof N & string)[];
   const { values } = parseArgs({
     args: [...argv],
     options: {
@@ -32,10 +48,15 @@ export function parseBenchArgs<K extends string>(
     process.exit(0);
   }
   const given = values as Record<string, string | boolean | undefined>;
-  const parsed = {} as Record<K, number>;
+  const parsed = {} as Record<string, number | number[]>;
   for (const name of names) {
     const text = given[name] as string | undefined;
-    const { default: fallback, min } = numbers[name];
+    const option = numbers[name] as WholeNumberOption | WholeNumberListOption;
+    if (Array.isArray(option.default)) {
+      parsed[name] = text === undefined ? option.default : wholeNumberList(name, text, option.min, usage);
+      continue;
+    }
+    const { default: fallback, min } = option;
     const n = text === undefined ? fallback : Number(text);
     if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be a whole number of at least ${min}, got ${text}\n${usage}`);
     parsed[name] = n;
@@ -44,5 +65,6 @@ export function parseBenchArgs<K extends string>(
   if (json !== undefined && existsSync(json)) throw new Error(`--json ${json} exists: give a new file`);
   // the record is written at the end of a run of minutes: a folder that is not there fails now, not then
   if (json !== undefined && !existsSync(dirname(json))) throw new Error(`--json ${json}: folder ${dirname(json)} does not exist`);
-  return json === undefined ? parsed : { ...parsed, json };
+  const result = parsed as ParsedNumbers<N>;
+  return json === undefined ? result : { ...result, json };
 }

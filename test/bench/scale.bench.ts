@@ -49,6 +49,7 @@ import { compile, type HookProcess, startHookProcess } from '../integration/rele
 import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
 import { readBody, sendApiRequest } from '../support/raw-api.ts';
 import { type ApiServerSample, costBetween, ratesBetween, sampleOf } from './apiserver-metrics.ts';
+import { wholeNumberList } from './bench-args.ts';
 import { cpuSecondsOf, statusKiB } from './container-cgroup.ts';
 import { type RenewedLease, renewedLease, renewLeases } from './lease-renewer.ts';
 import type { ScaleRecord, ScaleRun } from './scale-report.ts';
@@ -81,11 +82,7 @@ if (values.help) {
   process.exit(0);
 }
 
-function wholeNumbers(flag: string, list: string): number[] {
-  const out = list.split(',').map((s) => Number(s.trim()));
-  if (out.length === 0 || out.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--${flag} must list positive whole numbers, got ${list}\n${usage}`);
-  return out;
-}
+const wholeNumbers = (flag: string, list: string) => wholeNumberList(flag, list, 1, usage);
 const hookCounts = wholeNumbers('hooks', values.hooks);
 const replicaCounts = wholeNumbers('replicas', values.replicas);
 const [windowSeconds] = wholeNumbers('window', values.window) as [number];

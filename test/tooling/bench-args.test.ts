@@ -1,7 +1,8 @@
 /**
  * The command line of the whole-number benchmarks (bench:rollout,
- * hook-footprint): defaults, a bad number or an existing record file refused
- * with the option named, before anything touches a cluster.
+ * hook-footprint, hook-aging): defaults, a bad number or list or an existing
+ * record file refused with the option named, before anything touches a
+ * cluster.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,6 +29,18 @@ describe('parseBenchArgs', () => {
     ] as const) {
       assert.throws(() => parse([...argv]), message);
     }
+  });
+
+  it('takes a list where the option is one, and refuses a list with anything but whole numbers of at least its minimum', () => {
+    const withList = { leases: { default: [50], min: 0 }, minutes: { default: 60, min: 1 } };
+    const parseList = (argv: string[]) => parseBenchArgs('USAGE', withList, argv);
+    assert.deepEqual(parseList([]), { leases: [50], minutes: 60 });
+    assert.deepEqual(parseList(['--leases', '0,10, 50', '--minutes', '5']), { leases: [0, 10, 50], minutes: 5 });
+    assert.deepEqual(parseList(['--leases', '7']), { leases: [7], minutes: 60 });
+    for (const text of ['0,,50', '10,-1', 'ten', '', '1.5', '10,']) {
+      assert.throws(() => parseList(['--leases', text]), /--leases must list whole numbers of at least 0, got .*\nUSAGE/, text);
+    }
+    assert.throws(() => parseList(['--leases', '0,10', '--minutes', '0,10']), /--minutes must be a whole number of at least 1, got 0,10/);
   });
 
   it('refuses an unknown option', () => {
