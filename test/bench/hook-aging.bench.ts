@@ -1,21 +1,26 @@
 /**
- * One release hook left running in a busy namespace: does its memory level
- * off, or go on rising?
+ * Release hooks left running in busy namespaces: does their memory level off,
+ * or go on rising, and with the hours or with the events?
  *
  *   npm run bench:hook-aging -- [--minutes 60] [--leases 50] [--every 60] [--json FILE]
+ *   npm run bench:hook-aging -- --leases 0,1,10,50
  *
- * The hook (the compiled `leaderhook release`, under `node --trace-gc`) runs
+ * Each hook (the compiled `leaderhook release`, under `node --trace-gc`) runs
  * as the pod of a leader-for-life operator whose ConfigMap lock it follows,
- * in a namespace where `--leases` other operator pods each hold a Lease
+ * in a namespace of its own where K other operator pods each hold a Lease
  * renewed every 2 s as controller-runtime renews it: every renewal is a watch
- * event the hook receives, decodes and drops. A namespace with one such
- * operator sends a hook 0.5 events/s; 50 Leases send it 25/s, so an hour here
- * is the events of 50 hours there (not the time: the watches' own restarts
- * and the timers run at their real pace).
+ * event the hook receives, decodes and drops, and each Lease's holder is a pod
+ * the hook watches by name. A namespace with one such operator sends a hook
+ * 0.5 events/s; 50 Leases send it 25/s, so an hour there is the events of 50
+ * hours of the one (not the time: the watches' own restarts and the timers
+ * run at their real pace). `--leases` takes a list: one hook per count, side
+ * by side for the same minutes, so what a Lease followed costs a hook at
+ * ready, and whether its growth follows the events or the hours, come from
+ * one run.
  *
- * The hook serves its metrics (LEADERHOOK_METRICS_PORT, as a pod annotated
+ * Each hook serves its metrics (LEADERHOOK_METRICS_PORT, as a pod annotated
  * leaderhook.io/hook-metrics-port has it, and as the soak's hooks run). Every
- * `--every` seconds it records the hook's RssAnon and VmRSS
+ * `--every` seconds it records each hook's RssAnon and VmRSS
  * (/proc/PID/status), its CPU time, and from its metrics its V8 heap in use
  * and the major collections so far; `--trace-gc` gives the heap each major
  * collection left (V8 writes the trace through a buffered pipe, so the values
@@ -39,25 +44,26 @@ import { heapFigures } from './soak-samples.ts';
 
 const usage = `usage: npm run bench:hook-aging -- [--minutes 60] [--leases 50] [--every 60] [--json FILE]
 
-  --minutes M   how long the hook runs once ready (default 60)
-  --leases K    other operators' Leases in its namespace, each renewed every 2 s (default 50)
+  --minutes M   how long the hooks run once ready (default 60)
+  --leases LIST other operators' Leases in a hook's namespace, each renewed every 2 s (default 50);
+                a list (0,1,10,50) runs one hook per count, each in a namespace of its own, side by side
   --every S     seconds between readings (default 60)
   --json FILE   write the readings there (a new file)
 `;
 
 const args = parseBenchArgs(usage, {
   minutes: { default: 60, min: 1 },
-  leases: { default: 50, min: 0 },
+  leases: { default: [50], min: 0 },
   every: { default: 60, min: 5 },
 });
-const { minutes, leases: leaseCount, every: everySeconds } = args;
+const { minutes, leases: leaseCounts, every: everySeconds } = args;
 
 connectTestCluster();
 await refuseLeftovers('bench:hook-aging');
 
 const progress = (line: string) => process.stderr.write(`[hook-aging] ${line}\n`);
 
-/** The hook at one moment of the run. */
+/** A hook at one moment of the run. */
 interface AgingReading {
   atS: number;
   anonKiB: number;
@@ -65,16 +71,13 @@ interface AgingReading {
   cpuSeconds: number;
   /** The V8 heap in use (nodejs_heap_size_used_bytes), in MB; absent where the metrics did not answer. */
   heapUsedMB?: number;
-  /** Renewals of the namespace's Leases so far: each a watch event to the hook. */
+  /** Renewals of its namespace's Leases so far: each a watch event to the hook. */
   renewals: number;
   majorGcs: number;
 }
 
-interface AgingRecord {
-  command: string;
-  date: string;
-  node: string;
-  minutes: number;
+/** One hook's run: the Leases beside it and what it was read at. */
+interface AgedHookRecord {
   leases: number;
   readings: AgingReading[];
   /** The heap (MB) each major collection left, in order, with when it came (seconds after ready, to the reading). */
@@ -84,6 +87,24 @@ interface AgingRecord {
   laterHalfAnonSlopeMiBPerHour?: number;
   exitedEarly: boolean;
 }
+
+interface AgingRecord {
+  command: string;
+  date: string;
+  node: string;
+  minutes: number;
+  hooks: AgedHookRecord[];
+}
+
+/** A hook this run started, in its namespace beside its Leases. */
+interface AgedHook {
+  leases: RenewedLease[];
+  process: HookProcess;
+  metricsPort: number;
+  readings: AgingReading[];
+}
+
+const hasExited = (hook: HookProcess) => hook.process.exitCode !== null || hook.process.signalCode !== null;
 
 /** The heap each major collection left, in order, from the hook's `--trace-gc` lines. */
 function majorCollections(hook: HookProcess): number[] {
@@ -105,7 +126,7 @@ async function heapOf(metricsPort: number): Promise<{ heapUsedBytes: number; maj
 
 /** Stops the hook as its kubelet would (SIGTERM, then SIGKILL after `graceMs`), so its trace's last buffered lines are written. */
 async function stopHook(hook: HookProcess, graceMs = 5_000): Promise<void> {
-  if (hook.process.exitCode !== null || hook.process.signalCode !== null) return;
+  if (hasExited(hook)) return;
   hook.process.kill('SIGTERM');
   const killer = setTimeout(() => hook.process.kill('SIGKILL'), graceMs);
   await hook.exited;
@@ -119,117 +140,178 @@ const slopeMiBPerHour = (samples: readonly MemorySample[]): number | undefined =
   return slope && slope.bytesPerHour / MIB;
 };
 
+/** A namespace of `leaseCount` Lease holders and one leader-for-life operator pod, and its hook started and ready. */
+async function startAgedHook(cli: string, node: string, leaseCount: number, namespaces: TestNamespace[]): Promise<AgedHook> {
+  const ns = await createNamespace(`lh-aging-${leaseCount}`);
+  namespaces.push(ns);
+  const leases: RenewedLease[] = [];
+  for (let i = 0; i < leaseCount; i++) {
+    const pod = await createPod(ns.name, `other-${i}`, node);
+    leases.push(renewedLease(await createLease(ns.name, `other-lock-${i}`, `${pod.metadata?.name}_${randomUUID()}`)));
+  }
+  const pod = await createPod(ns.name, 'op-0', node);
+  await createLock(ns.name, 'op-lock', { name: 'op-0', uid: pod.metadata?.uid as string });
+  const metricsPort = await freePort();
+  const hook = startHookProcess(cli, ns, pod, ['--trace-gc'], { LEADERHOOK_METRICS_PORT: String(metricsPort) });
+  await hook.ready;
+  progress(`hook ready in ${ns.name} beside ${leaseCount} Leases`);
+  return { leases, process: hook, metricsPort, readings: [] };
+}
+
+/** Reads one hook now; a hook that has exited is not read. */
+async function read(hook: AgedHook, atS: number): Promise<void> {
+  if (hasExited(hook.process)) return;
+  const heap = await heapOf(hook.metricsPort).catch((err: unknown) => {
+    // one unanswered read is a gap in the heap's column, not the end of an hour's run
+    progress(`reading the metrics of the hook beside ${hook.leases.length} Leases failed (${String(err).slice(0, 160)})`);
+    return undefined;
+  });
+  if (hasExited(hook.process)) return;
+  const pid = hook.process.process.pid as number;
+  hook.readings.push({
+    atS,
+    anonKiB: statusKiB(pid, 'RssAnon'),
+    rssKiB: statusKiB(pid, 'VmRSS'),
+    cpuSeconds: cpuSecondsOf(pid),
+    ...(heap ? { heapUsedMB: heap.heapUsedBytes / 1e6 } : {}),
+    renewals: hook.leases.reduce((sum, l) => sum + l.renewed, 0),
+    majorGcs: heap?.majorGcs ?? hook.readings.at(-1)?.majorGcs ?? 0,
+  });
+}
+
+/** The record of a hook stopped at the end of the run; `exitedEarly` where it had exited before. */
+function recordOf(hook: AgedHook, exitedEarly: boolean): AgedHookRecord {
+  const { readings } = hook;
+  if (readings.length === 0) {
+    const lastLines = hook.process.lines.slice(-5).map((line) => JSON.stringify(line));
+    throw new Error(
+      `the hook beside ${hook.leases.length} Leases exited (${hook.process.process.exitCode ?? hook.process.process.signalCode}) before its first reading; its last lines: ${lastLines.join(' ')}`,
+    );
+  }
+  // the i-th collection came by the first reading that counted more than i
+  const heaps = majorCollections(hook.process).map((mb, i) => ({ atS: readings.find((r) => r.majorGcs > i)?.atS ?? Number.NaN, mb }));
+  const samples = readings.map((r) => ({ atMs: r.atS * 1000, bytes: r.anonKiB * 1024 }));
+  const anonSlopeMiBPerHour = slopeMiBPerHour(samples);
+  const laterHalfAnonSlopeMiBPerHour = slopeMiBPerHour(laterHalf(samples));
+  return {
+    leases: hook.leases.length,
+    readings,
+    heapAfterMajorGcs: heaps,
+    ...(anonSlopeMiBPerHour === undefined ? {} : { anonSlopeMiBPerHour }),
+    ...(laterHalfAnonSlopeMiBPerHour === undefined ? {} : { laterHalfAnonSlopeMiBPerHour }),
+    exitedEarly,
+  };
+}
+
 async function run(cli: string, node: string): Promise<AgingRecord> {
-  const ns: TestNamespace = await createNamespace('lh-aging');
+  const namespaces: TestNamespace[] = [];
+  const hooks: AgedHook[] = [];
   const renewing = new AbortController();
   let renewer: Promise<void> = Promise.resolve();
-  let hook: HookProcess | undefined;
   try {
-    const leases: RenewedLease[] = [];
-    for (let i = 0; i < leaseCount; i++) {
-      const pod = await createPod(ns.name, `other-${i}`, node);
-      leases.push(renewedLease(await createLease(ns.name, `other-lock-${i}`, `${pod.metadata?.name}_${randomUUID()}`)));
-    }
-    const pod = await createPod(ns.name, 'op-0', node);
-    await createLock(ns.name, 'op-lock', { name: 'op-0', uid: pod.metadata?.uid as string });
-    renewer = renewLeases(leases, renewing.signal, progress);
-    const metricsPort = await freePort();
-    hook = startHookProcess(cli, ns, pod, ['--trace-gc'], { LEADERHOOK_METRICS_PORT: String(metricsPort) });
-    await hook.ready;
-    const pid = hook.process.pid as number;
-    const renewals = () => leases.reduce((sum, l) => sum + l.renewed, 0);
-    progress(`hook ready in ${ns.name}, ${leaseCount} Leases renewed every ${RENEW_EVERY_MS / 1000} s; reading it every ${everySeconds} s for ${minutes} min`);
+    for (const leaseCount of leaseCounts) hooks.push(await startAgedHook(cli, node, leaseCount, namespaces));
+    renewer = renewLeases(
+      hooks.flatMap((hook) => hook.leases),
+      renewing.signal,
+      progress,
+    );
+    progress(`${hooks.length} hooks ready, their Leases renewed every ${RENEW_EVERY_MS / 1000} s; reading them every ${everySeconds} s for ${minutes} min`);
 
-    const readings: AgingReading[] = [];
     const started = performance.now();
     const endAt = started + minutes * 60_000;
-    for (;;) {
+    for (let round = 0; ; round++) {
       const atS = (performance.now() - started) / 1000;
-      if (hook.process.exitCode !== null || hook.process.signalCode !== null) break;
-      const heap = await heapOf(metricsPort).catch((err: unknown) => {
-        // one unanswered read is a gap in the heap's column, not the end of an hour's run
-        progress(`reading the hook's metrics failed (${String(err).slice(0, 160)})`);
-        return undefined;
-      });
-      if (hook.process.exitCode !== null || hook.process.signalCode !== null) break;
-      readings.push({
-        atS,
-        anonKiB: statusKiB(pid, 'RssAnon'),
-        rssKiB: statusKiB(pid, 'VmRSS'),
-        cpuSeconds: cpuSecondsOf(pid),
-        ...(heap ? { heapUsedMB: heap.heapUsedBytes / 1e6 } : {}),
-        renewals: renewals(),
-        majorGcs: heap?.majorGcs ?? readings.at(-1)?.majorGcs ?? 0,
-      });
-      const last = readings.at(-1) as AgingReading;
-      if (readings.length % 10 === 1)
-        progress(`${(atS / 60).toFixed(0)} min: RssAnon ${(last.anonKiB / 1024).toFixed(1)} MiB, ${last.majorGcs} major collections`);
-      const next = started + readings.length * everySeconds * 1000;
+      await Promise.all(hooks.map((hook) => read(hook, atS)));
+      if (hooks.every((hook) => hasExited(hook.process))) break;
+      if (round % 10 === 0)
+        progress(
+          `${(atS / 60).toFixed(0)} min: RssAnon ${hooks.map((h) => `${((h.readings.at(-1)?.anonKiB ?? Number.NaN) / 1024).toFixed(1)} MiB beside ${h.leases.length}`).join(', ')}`,
+        );
+      const next = started + (round + 1) * everySeconds * 1000;
       if (next > endAt) break;
       await sleep(next - performance.now());
     }
-    const exitedEarly = hook.process.exitCode !== null || hook.process.signalCode !== null;
-    await stopHook(hook);
-    if (readings.length === 0) {
-      const lastLines = hook.lines.slice(-5).map((line) => JSON.stringify(line));
-      throw new Error(`the hook exited (${hook.process.exitCode ?? hook.process.signalCode}) before its first reading; its last lines: ${lastLines.join(' ')}`);
-    }
-    // the i-th collection came by the first reading that counted more than i
-    const heaps = majorCollections(hook).map((mb, i) => ({ atS: readings.find((r) => r.majorGcs > i)?.atS ?? Number.NaN, mb }));
-    const samples = readings.map((r) => ({ atMs: r.atS * 1000, bytes: r.anonKiB * 1024 }));
-    const anonSlopeMiBPerHour = slopeMiBPerHour(samples);
-    const laterHalfAnonSlopeMiBPerHour = slopeMiBPerHour(laterHalf(samples));
+    // stopped before recordOf reads their traces: V8 writes the last lines on exit
+    const exitedEarly = hooks.map((hook) => hasExited(hook.process));
+    await Promise.all(hooks.map((hook) => stopHook(hook.process)));
     return {
       command: `npm run bench:hook-aging -- ${process.argv.slice(2).join(' ')}`.trim(),
       date: new Date().toISOString(),
       node: process.version,
       minutes,
-      leases: leaseCount,
-      readings,
-      heapAfterMajorGcs: heaps,
-      ...(anonSlopeMiBPerHour === undefined ? {} : { anonSlopeMiBPerHour }),
-      ...(laterHalfAnonSlopeMiBPerHour === undefined ? {} : { laterHalfAnonSlopeMiBPerHour }),
-      exitedEarly,
+      hooks: hooks.map((hook, i) => recordOf(hook, exitedEarly[i] as boolean)),
     };
   } finally {
     renewing.abort();
     await renewer;
-    if (hook) await stopHook(hook, 0);
-    await ns.cleanup();
+    await Promise.all(hooks.map((hook) => stopHook(hook.process, 0)));
+    for (const ns of namespaces) await ns.cleanup();
   }
 }
 
 const slopeText = (mibPerHour: number | undefined) => (mibPerHour === undefined ? 'not judged (under 30 min)' : `${mibPerHour.toFixed(2)} MiB/h`);
+const leasesText = (n: number) => `${n} Lease${n === 1 ? '' : 's'}`;
+const mib = (kib: number | undefined) => (kib === undefined ? '-' : (kib / 1024).toFixed(1));
 
 function print(record: AgingRecord): void {
   const out = (line: string) => process.stdout.write(`${line}\n`);
-  const first = record.readings[0] as AgingReading;
-  const last = record.readings.at(-1) as AgingReading;
-  const events = last.renewals - first.renewals;
-  const spanS = last.atS - first.atS;
-  out(`# one release hook, ${record.leases} Leases renewed every ${RENEW_EVERY_MS / 1000} s beside it, ${(spanS / 60).toFixed(0)} min, Node ${record.node}`);
-  out('| minute | RssAnon MiB | VmRSS MiB | heap in use MB | major collections | CPU s |');
-  out('| ---: | ---: | ---: | ---: | ---: | ---: |');
-  const step = Math.max(1, Math.round(record.readings.length / 20));
-  for (const [i, r] of record.readings.entries())
-    if (i % step === 0 || r === last)
-      out(
-        `| ${(r.atS / 60).toFixed(0)} | ${(r.anonKiB / 1024).toFixed(1)} | ${(r.rssKiB / 1024).toFixed(1)} | ${r.heapUsedMB?.toFixed(1) ?? '-'} | ${r.majorGcs} | ${r.cpuSeconds.toFixed(1)} |`,
-      );
-  const anons = record.readings.map((r) => r.anonKiB / 1024);
+  const spanS = Math.max(...record.hooks.map((h) => h.readings.at(-1)?.atS ?? 0));
   out(
-    `RssAnon ${anons[0]?.toFixed(1)} → ${anons.at(-1)?.toFixed(1)} MiB (min ${Math.min(...anons).toFixed(1)}, max ${Math.max(...anons).toFixed(1)}); ` +
-      `slope ${slopeText(record.anonSlopeMiBPerHour)} over the run, ${slopeText(record.laterHalfAnonSlopeMiBPerHour)} over its later half ` +
-      `(a leak above ${LEAK_THRESHOLD_BYTES_PER_HOUR / MIB} MiB/h)`,
+    `# release hooks beside ${record.hooks.map((h) => h.leases).join(', ')} Leases renewed every ${RENEW_EVERY_MS / 1000} s, ${(spanS / 60).toFixed(0)} min, Node ${record.node}`,
   );
-  out(
-    `heap after each major collection: ${record.heapAfterMajorGcs.map((h) => `${h.mb} MB ${Number.isNaN(h.atS) ? 'at the end' : `by ${(h.atS / 60).toFixed(0)} min`}`).join(', ') || 'none'}`,
-  );
-  out(
-    `events: ${events} renewals (${(events / spanS).toFixed(1)}/s); hook CPU ${((last.cpuSeconds - first.cpuSeconds) * 1000).toFixed(0)} ms, ` +
-      `${events > 0 ? (((last.cpuSeconds - first.cpuSeconds) * 1000) / events).toFixed(3) : '-'} ms per event`,
-  );
-  if (record.exitedEarly) out('THE HOOK EXITED BEFORE THE END: see its log above');
+  out('RssAnon MiB (heap in use MB) of each hook:');
+  out(`| minute | ${record.hooks.map((h) => leasesText(h.leases)).join(' | ')} |`);
+  out(`| ---: | ${record.hooks.map(() => '---:').join(' | ')} |`);
+  const rounds = Math.max(...record.hooks.map((h) => h.readings.length));
+  const step = Math.max(1, Math.round(rounds / 20));
+  for (let i = 0; i < rounds; i++) {
+    if (i % step !== 0 && i !== rounds - 1) continue;
+    const atS = record.hooks.map((h) => h.readings[i]?.atS).find((at) => at !== undefined) ?? 0;
+    const cells = record.hooks.map((h) => {
+      const r = h.readings[i];
+      return r ? `${mib(r.anonKiB)} (${r.heapUsedMB?.toFixed(1) ?? '-'})` : '-';
+    });
+    out(`| ${(atS / 60).toFixed(0)} | ${cells.join(' | ')} |`);
+  }
+  for (const hook of record.hooks) {
+    const first = hook.readings[0] as AgingReading;
+    const last = hook.readings.at(-1) as AgingReading;
+    const events = last.renewals - first.renewals;
+    const hookSpanS = last.atS - first.atS;
+    const anons = hook.readings.map((r) => r.anonKiB);
+    const cpuMs = (last.cpuSeconds - first.cpuSeconds) * 1000;
+    out(`## beside ${leasesText(hook.leases)}`);
+    out(
+      `RssAnon ${mib(first.anonKiB)} → ${mib(last.anonKiB)} MiB (min ${mib(Math.min(...anons))}, max ${mib(Math.max(...anons))}), VmRSS ${mib(first.rssKiB)} → ${mib(last.rssKiB)}; ` +
+        `slope ${slopeText(hook.anonSlopeMiBPerHour)} over the run, ${slopeText(hook.laterHalfAnonSlopeMiBPerHour)} over its later half ` +
+        `(a leak above ${LEAK_THRESHOLD_BYTES_PER_HOUR / MIB} MiB/h)`,
+    );
+    out(
+      `heap after each major collection: ${hook.heapAfterMajorGcs.map((h) => `${h.mb} MB ${Number.isNaN(h.atS) ? 'at the end' : `by ${(h.atS / 60).toFixed(0)} min`}`).join(', ') || 'none'}`,
+    );
+    out(
+      `events: ${events} renewals (${hookSpanS > 0 ? (events / hookSpanS).toFixed(1) : '-'}/s); CPU ${cpuMs.toFixed(0)} ms, ` +
+        `${events > 0 ? (cpuMs / events).toFixed(3) : '-'} ms per event`,
+    );
+    if (hook.exitedEarly) out('THIS HOOK EXITED BEFORE THE END: see its log above');
+  }
+  const byLeases = [...record.hooks].sort((a, b) => a.leases - b.leases);
+  const fewest = byLeases[0] as AgedHookRecord;
+  const most = byLeases.at(-1) as AgedHookRecord;
+  if (most.leases > fewest.leases) {
+    const change = (hook: AgedHookRecord, pick: (r: AgingReading) => number) =>
+      pick(hook.readings.at(-1) as AgingReading) - pick(hook.readings[0] as AgingReading);
+    const perLease = (pick: (h: AgedHookRecord) => AgingReading | undefined) =>
+      (((pick(most)?.anonKiB ?? Number.NaN) - (pick(fewest)?.anonKiB ?? Number.NaN)) / 1024 / (most.leases - fewest.leases)).toFixed(2);
+    // the hook beside fewer Leases spends the same on its timers and watch restarts: the difference is the events'
+    const cpuMsPerEvent =
+      ((change(most, (r) => r.cpuSeconds) - change(fewest, (r) => r.cpuSeconds)) * 1000) /
+      (change(most, (r) => r.renewals) - change(fewest, (r) => r.renewals));
+    out(
+      `per Lease followed (${most.leases} against ${fewest.leases}): ${perLease((h) => h.readings[0])} MiB of RssAnon at ready, ` +
+        `${perLease((h) => h.readings.at(-1))} MiB at the end; ${cpuMsPerEvent.toFixed(3)} ms of CPU per event beyond the other's`,
+    );
+  }
 }
 
 const cli = compile();
@@ -238,7 +320,7 @@ try {
   const record = await run(cli, node);
   print(record);
   if (args.json) writeFileSync(args.json, `${JSON.stringify(record, null, 1)}\n`, { flag: 'wx' });
-  if (record.exitedEarly) process.exitCode = 1;
+  if (record.hooks.some((hook) => hook.exitedEarly)) process.exitCode = 1;
 } finally {
   await deleteNode(node);
 }
