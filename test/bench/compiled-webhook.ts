@@ -5,7 +5,7 @@
  * memory.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, readFileSync, symlinkSync } from 'node:fs';
+import { copyFileSync, existsSync, symlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 const repo = resolve(new URL('../../', import.meta.url).pathname);
@@ -22,12 +22,6 @@ export function compileLeaderhook(root: string, into: string): string {
   symlinkSync(join(repo, 'node_modules'), join(out, 'node_modules'));
   copyFileSync(join(root, 'package.json'), join(out, 'package.json'));
   return join(out, 'dist/cli.js');
-}
-
-/** VmRSS (all resident pages) and RssAnon (private memory: heap, stacks, Buffers) of `pid`, in KiB. */
-export function readStatus(pid: number): { rssKiB: number; anonKiB: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return { rssKiB: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN), anonKiB: Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) };
 }
 
 /**

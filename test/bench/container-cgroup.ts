@@ -30,23 +30,6 @@ export function containerPid(containerId: string, nodeName: string | undefined):
   return pid;
 }
 
-/** A line of /proc/PID/status in KiB (RssAnon, VmRSS). */
-export function statusKiB(pid: number, field: 'RssAnon' | 'VmRSS'): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith(`${field}:`));
-  return Number(/(\d+)/.exec(line ?? '')?.[1]);
-}
-
-const clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
-
-/** CPU seconds a process has used so far (user + system), from /proc/PID/stat. */
-export function cpuSecondsOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
-}
-
 export interface CgroupReading {
   workingSetBytes: number;
   /**

@@ -35,9 +35,9 @@ import { createFakeNode, createLease, createLock, createNamespace, createPod, de
 import { compile, type HookProcess, startHookProcess } from '../integration/releaser/hook-process.ts';
 import { freePort } from '../peers/webhook/process.ts';
 import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
+import { cpuSecondsOf, memoryOf } from '../support/process-stats.ts';
 import { parseBenchArgs } from './bench-args.ts';
 import { heapAfterMarkCompact } from './compiled-webhook.ts';
-import { cpuSecondsOf, statusKiB } from './container-cgroup.ts';
 import { RENEW_EVERY_MS, type RenewedLease, renewedLease, renewLeases } from './lease-renewer.ts';
 import { judgedSlope, LEAK_THRESHOLD_BYTES_PER_HOUR, laterHalf, type MemorySample } from './soak-analysis.ts';
 import { heapFigures } from './soak-samples.ts';
@@ -168,10 +168,11 @@ async function read(hook: AgedHook, atS: number): Promise<void> {
   });
   if (hasExited(hook.process)) return;
   const pid = hook.process.process.pid as number;
+  const { anonKiB, rssKiB } = memoryOf(pid);
   hook.readings.push({
     atS,
-    anonKiB: statusKiB(pid, 'RssAnon'),
-    rssKiB: statusKiB(pid, 'VmRSS'),
+    anonKiB,
+    rssKiB,
     cpuSeconds: cpuSecondsOf(pid),
     ...(heap ? { heapUsedMB: heap.heapUsedBytes / 1e6 } : {}),
     renewals: hook.leases.reduce((sum, l) => sum + l.renewed, 0),

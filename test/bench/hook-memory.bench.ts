@@ -14,8 +14,9 @@
  */
 import { parseArgs } from 'node:util';
 import { admin, createFakeNode, createLock, createNamespace, createPod, deleteNode, sleep, type TestNamespace } from '../integration/releaser/harness.ts';
-import { compile, rssAnonKiB, startHookProcess } from '../integration/releaser/hook-process.ts';
+import { compile, startHookProcess } from '../integration/releaser/hook-process.ts';
 import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
+import { memoryOf } from '../support/process-stats.ts';
 import { median } from './stats.ts';
 
 connectTestCluster();
@@ -82,7 +83,7 @@ async function measure(node: string, size: number): Promise<Row> {
       const ready = await hook.ready;
       const readyMs = await hook.readyAfterMs;
       await sleep(3_000);
-      const rss = rssAnonKiB(hook.process.pid as number);
+      const rss = memoryOf(hook.process.pid as number).anonKiB;
       return { size, rssMiB: rss / 1024, readyMs, apiKiB: Number(ready.apiBytesReceived ?? Number.NaN) / 1024 };
     } finally {
       hook.process.kill('SIGKILL');

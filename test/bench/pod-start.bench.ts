@@ -25,12 +25,13 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { V1Pod } from '@kubernetes/client-node';
-import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
-import { connectTestCluster, core, createTestNamespace, refuseLeftovers } from '../support/kube.ts';
-import { waitFor } from '../support/wait.ts';
-import { grantReleaseHook, injectedWithTestImage } from '../support/leaderhook.ts';
 import type { PodStartSamples } from '../matrix/compatibility.ts';
-import { containerPid, statusKiB } from './container-cgroup.ts';
+import { connectTestCluster, core, createTestNamespace, refuseLeftovers } from '../support/kube.ts';
+import { grantReleaseHook, injectedWithTestImage } from '../support/leaderhook.ts';
+import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
+import { memoryOf } from '../support/process-stats.ts';
+import { waitFor } from '../support/wait.ts';
+import { containerPid } from './container-cgroup.ts';
 import { percentile } from './stats.ts';
 
 connectTestCluster();
@@ -98,7 +99,7 @@ try {
       await new Promise((resolve) => setTimeout(resolve, 3_000));
       const live = await core.readNamespacedPod({ name, namespace: ns.name });
       const hook = live.status?.initContainerStatuses?.find((c) => c.name === 'leaderhook-release');
-      hookRss.push(statusKiB(containerPid(hook?.containerID ?? '', live.spec?.nodeName), 'RssAnon') / 1024);
+      hookRss.push(memoryOf(containerPid(hook?.containerID ?? '', live.spec?.nodeName)).anonKiB / 1024);
     }
     await core.deleteNamespacedPod({ name, namespace: ns.name, gracePeriodSeconds: 0 });
   }

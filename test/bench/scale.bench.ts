@@ -47,10 +47,10 @@ import {
 } from '../integration/releaser/harness.ts';
 import { compile, type HookProcess, startHookProcess } from '../integration/releaser/hook-process.ts';
 import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
+import { cpuSecondsOf, memoryOf } from '../support/process-stats.ts';
 import { readBody, sendApiRequest } from '../support/raw-api.ts';
 import { type ApiServerSample, costBetween, ratesBetween, sampleOf } from './apiserver-metrics.ts';
 import { wholeNumberList } from './bench-args.ts';
-import { cpuSecondsOf, statusKiB } from './container-cgroup.ts';
 import { type RenewedLease, renewedLease, renewLeases } from './lease-renewer.ts';
 import type { ScaleRecord, ScaleRun } from './scale-report.ts';
 import { median, percentile } from './stats.ts';
@@ -178,6 +178,7 @@ async function measure(replicas: number, hooks: number, cli: string, node: strin
     await sleep(windowSeconds * 1000);
     const h1 = await apiServer();
     const cpuMs = pids.map((pid, i) => ((cpuSecondsOf(pid) - (cpu0[i] as number)) * 1000) / windowSeconds);
+    const memories = pids.map(memoryOf);
     const exited = running.filter((h) => h.process.exitCode !== null).length;
     return {
       replicas,
@@ -190,9 +191,9 @@ async function measure(replicas: number, hooks: number, cli: string, node: strin
         cpuMsPerSecondP50: median(cpuMs),
         cpuMsPerSecondP90: percentile(cpuMs, 90),
         cpuMsPerSecondTotal: cpuMs.reduce((a, b) => a + b, 0),
-        rssKiBP50: median(pids.map((p) => statusKiB(p, 'VmRSS'))),
-        rssAnonKiBP50: median(pids.map((p) => statusKiB(p, 'RssAnon'))),
-        rssAnonKiBMax: Math.max(...pids.map((p) => statusKiB(p, 'RssAnon'))),
+        rssKiBP50: median(memories.map((m) => m.rssKiB)),
+        rssAnonKiBP50: median(memories.map((m) => m.anonKiB)),
+        rssAnonKiBMax: Math.max(...memories.map((m) => m.anonKiB)),
         exited,
       },
     };

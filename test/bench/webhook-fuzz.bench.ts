@@ -43,9 +43,10 @@ import { ensureDevCertificates } from '../../src/webhook/devcerts.ts';
 import { type ServerProcess, startServerProcess } from '../peers/webhook/process.ts';
 import { type FuzzTarget, keepAliveAgent, sendFuzzBody } from '../support/fuzz-client.ts';
 import { goldenSettings } from '../support/injection-settings.ts';
+import { memoryOf } from '../support/process-stats.ts';
 import { checkAnswer } from '../support/review-answers.ts';
 import { anyBody, BODY_CLASSES, type BodyClass, type FuzzBody } from '../support/review-arbitraries.ts';
-import { compileLeaderhook, readStatus } from './compiled-webhook.ts';
+import { compileLeaderhook } from './compiled-webhook.ts';
 import { createMemoryCgroup, type MemoryCgroup } from './memory-cgroup.ts';
 
 const repo = resolve(new URL('../../', import.meta.url).pathname);
@@ -109,8 +110,8 @@ interface Memory {
   anonMiB: number;
 }
 
-function memoryOf(pid: number): Memory {
-  const { rssKiB, anonKiB } = readStatus(pid);
+function memoryMiBOf(pid: number): Memory {
+  const { rssKiB, anonKiB } = memoryOf(pid);
   return { rssMiB: rssKiB / 1024, anonMiB: anonKiB / 1024 };
 }
 
@@ -221,12 +222,12 @@ async function main(): Promise<number> {
         `body limit ${bodyLimitBytes} bytes, server pid ${pid}${memoryLimitMiB === undefined ? '' : `, in a memory cgroup of ${memoryLimitMiB} MiB`}`,
     );
     await new Promise((done) => setTimeout(done, 1000));
-    const atStart = memoryOf(pid);
+    const atStart = memoryMiBOf(pid);
     const v8AtStart = v8MemoryOf(await fetchMetrics(target));
     const peak = { ...atStart };
     const sampler = setInterval(() => {
       if (exited !== undefined) return;
-      const now = memoryOf(pid);
+      const now = memoryMiBOf(pid);
       peak.rssMiB = Math.max(peak.rssMiB, now.rssMiB);
       peak.anonMiB = Math.max(peak.anonMiB, now.anonMiB);
     }, RSS_SAMPLE_MS);
@@ -269,7 +270,7 @@ async function main(): Promise<number> {
       await Promise.all(Array.from({ length: concurrency }, work));
       const done = Math.min(bodies, (batch + 1) * batchSize);
       if (done % 10_000 === 0 || done === bodies) {
-        const now = memoryOf(pid);
+        const now = memoryMiBOf(pid);
         console.log(
           `  ${done} bodies, ${((performance.now() - began) / 1000).toFixed(0)} s, ${violationCount} broken; server VmRSS ${fmt(now.rssMiB)} MiB, RssAnon ${fmt(now.anonMiB)} MiB`,
         );
@@ -283,9 +284,9 @@ async function main(): Promise<number> {
     const settling: number[] = [];
     for (let second = 0; second < settleSeconds && exited === undefined; second++) {
       await new Promise((done) => setTimeout(done, 1000));
-      settling.push(memoryOf(pid).anonMiB);
+      settling.push(memoryMiBOf(pid).anonMiB);
     }
-    const settled = exited === undefined ? memoryOf(pid) : { rssMiB: Number.NaN, anonMiB: Number.NaN };
+    const settled = exited === undefined ? memoryMiBOf(pid) : { rssMiB: Number.NaN, anonMiB: Number.NaN };
     const v8Settled = exited === undefined ? v8MemoryOf(await fetchMetrics(target)) : { heapMiB: Number.NaN, externalMiB: Number.NaN };
 
     printCounts(counts);

@@ -55,7 +55,8 @@ import { pino } from 'pino';
 import { ensureDevCertificates } from '../../src/webhook/devcerts.ts';
 import { buildPeer, type ServerProcess, startPeer, startServerProcess } from '../peers/webhook/process.ts';
 import { goldenSettings } from '../support/injection-settings.ts';
-import { compileLeaderhook, heapAfterMarkCompact, readStatus } from './compiled-webhook.ts';
+import { memoryOf } from '../support/process-stats.ts';
+import { compileLeaderhook, heapAfterMarkCompact } from './compiled-webhook.ts';
 import { createMemoryCgroup, type MemoryCgroup } from './memory-cgroup.ts';
 import { judgedSlope, laterHalf } from './soak-analysis.ts';
 import { closedLoop, type LoadResult, mutateRequest, openLoop, probe, type Target } from './webhook-client.ts';
@@ -161,7 +162,7 @@ async function sampled<T>(
   const series: AnonSample[] = [];
   const sample = () => {
     try {
-      const s = readStatus(pid);
+      const s = memoryOf(pid);
       rss = Math.max(rss, s.rssKiB);
       anon = Math.max(anon, s.anonKiB);
       return s;

@@ -5,7 +5,7 @@
  * benchmarks.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,14 +29,6 @@ export function compile(): string {
   symlinkSync(join(repo, 'node_modules'), join(out, 'node_modules'));
   copyFileSync(join(repo, 'package.json'), join(out, 'package.json'));
   return main;
-}
-
-/** Private memory of a process (RssAnon of /proc/PID/status), in KiB. */
-export function rssAnonKiB(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('RssAnon:'));
-  return Number(/(\d+)/.exec(line ?? '')?.[1]);
 }
 
 export interface HookProcess {

@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { connectTestCluster } from '../../support/kube.ts';
+import { memoryOf } from '../../support/process-stats.ts';
 import {
   admin,
   configMapGone,
@@ -23,7 +24,7 @@ import {
   type TestNamespace,
   waitFor,
 } from './harness.ts';
-import { compile, type HookProcess, rssAnonKiB, startHookProcess } from './hook-process.ts';
+import { compile, type HookProcess, startHookProcess } from './hook-process.ts';
 
 connectTestCluster();
 
@@ -54,7 +55,7 @@ describe('release hook process', { skip: skipReason }, () => {
     assert.deepEqual(ready.ownLeases, ['op-lease']);
     await sleep(2_000);
     const pid = child.process.pid as number;
-    const rss = rssAnonKiB(pid);
+    const rss = memoryOf(pid).anonKiB;
     process.stdout.write(`# idle release hook (Node ${process.version}): RssAnon ${(rss / 1024).toFixed(1)} MiB\n`);
     assert.ok(rss < 32 * 1024, `RssAnon ${rss} KiB stays well below client-node's 57-78 MiB`);
 
