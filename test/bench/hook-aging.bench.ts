@@ -32,12 +32,12 @@
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { createFakeNode, createLease, createLock, createNamespace, createPod, deleteNode, sleep, type TestNamespace } from '../integration/releaser/harness.ts';
-import { compile, type HookProcess, startHookProcess } from '../integration/releaser/hook-process.ts';
+import { type HookProcess, startHookProcess } from '../integration/releaser/hook-process.ts';
 import { freePort } from '../peers/webhook/process.ts';
+import { compileLeaderhook, heapAfterMarkCompact } from '../support/compiled-leaderhook.ts';
 import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
 import { cpuSecondsOf, memoryOf } from '../support/process-stats.ts';
 import { parseBenchArgs } from './bench-args.ts';
-import { heapAfterMarkCompact } from './compiled-webhook.ts';
 import { RENEW_EVERY_MS, type RenewedLease, renewedLease, renewLeases } from './lease-renewer.ts';
 import { judgedSlope, LEAK_THRESHOLD_BYTES_PER_HOUR, laterHalf, type MemorySample } from './soak-analysis.ts';
 import { heapFigures } from './soak-samples.ts';
@@ -315,7 +315,7 @@ function print(record: AgingRecord): void {
   }
 }
 
-const cli = compile();
+const cli = compileLeaderhook();
 const node = await createFakeNode();
 try {
   const record = await run(cli, node);

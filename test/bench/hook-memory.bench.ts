@@ -14,7 +14,8 @@
  */
 import { parseArgs } from 'node:util';
 import { admin, createFakeNode, createLock, createNamespace, createPod, deleteNode, sleep, type TestNamespace } from '../integration/releaser/harness.ts';
-import { compile, startHookProcess } from '../integration/releaser/hook-process.ts';
+import { startHookProcess } from '../integration/releaser/hook-process.ts';
+import { compileLeaderhook } from '../support/compiled-leaderhook.ts';
 import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
 import { memoryOf } from '../support/process-stats.ts';
 import { median } from './stats.ts';
@@ -43,7 +44,7 @@ if (sizes.some((n) => !Number.isInteger(n) || n < 0) || !(kib > 0) || !(repeat >
   throw new Error(`--sizes must be whole numbers, --kib and --repeat positive: got ${values.sizes}, ${values.kib}, ${values.repeat}`);
 }
 const nodeFlags = values['node-flags'].split(/\s+/).filter(Boolean);
-const cli = values.cli ?? compile();
+const cli = values.cli ?? compileLeaderhook();
 
 /** Fills `ns` with `count` ConfigMaps of `kib` KiB of data, 16 requests at a time. */
 async function fill(ns: string, count: number): Promise<void> {

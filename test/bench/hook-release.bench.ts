@@ -23,7 +23,8 @@ import {
   sleep,
   waitFor,
 } from '../integration/releaser/harness.ts';
-import { compile, startHookProcess } from '../integration/releaser/hook-process.ts';
+import { startHookProcess } from '../integration/releaser/hook-process.ts';
+import { compileLeaderhook } from '../support/compiled-leaderhook.ts';
 import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
 import { percentile } from './stats.ts';
 
@@ -44,7 +45,7 @@ if (values.help) {
 const trials = Number(values.trials);
 if (!Number.isInteger(trials) || trials < 1) throw new Error(`--trials must be a positive whole number, got ${values.trials}`);
 const nodeFlags = values['node-flags'].split(/\s+/).filter(Boolean);
-const cli = compile();
+const cli = compileLeaderhook();
 
 const node = await createFakeNode();
 const ns = await createNamespace('lh-r1-bench');

@@ -45,7 +45,8 @@ import {
   type TestNamespace,
   waitFor,
 } from '../integration/releaser/harness.ts';
-import { compile, type HookProcess, startHookProcess } from '../integration/releaser/hook-process.ts';
+import { type HookProcess, startHookProcess } from '../integration/releaser/hook-process.ts';
+import { compileLeaderhook } from '../support/compiled-leaderhook.ts';
 import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
 import { cpuSecondsOf, memoryOf } from '../support/process-stats.ts';
 import { readBody, sendApiRequest } from '../support/raw-api.ts';
@@ -218,7 +219,7 @@ async function measure(replicas: number, hooks: number, cli: string, node: strin
 }
 
 async function main(): Promise<void> {
-  const cli = values.cli ?? compile();
+  const cli = values.cli ?? compileLeaderhook();
   // counted before the benchmark's own node, which runs nothing
   const clusterNodes = (await (await admin()).request<{ items: unknown[] }>({ method: 'GET', path: '/api/v1/nodes' })).items.length;
   const node = await createFakeNode();

@@ -41,12 +41,12 @@ import { pino } from 'pino';
 import { webhookFlags } from '../../src/commands/flags.ts';
 import { ensureDevCertificates } from '../../src/webhook/devcerts.ts';
 import { type ServerProcess, startServerProcess } from '../peers/webhook/process.ts';
+import { compileLeaderhook } from '../support/compiled-leaderhook.ts';
 import { type FuzzTarget, keepAliveAgent, sendFuzzBody } from '../support/fuzz-client.ts';
 import { goldenSettings } from '../support/injection-settings.ts';
 import { memoryOf } from '../support/process-stats.ts';
 import { checkAnswer } from '../support/review-answers.ts';
 import { anyBody, BODY_CLASSES, type BodyClass, type FuzzBody } from '../support/review-arbitraries.ts';
-import { compileLeaderhook } from './compiled-webhook.ts';
 import { createMemoryCgroup, type MemoryCgroup } from './memory-cgroup.ts';
 
 const repo = resolve(new URL('../../', import.meta.url).pathname);

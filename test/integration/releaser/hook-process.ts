@@ -1,35 +1,12 @@
 /**
  * The release hook as a separate process, as it runs in a pod: compiled
- * JavaScript (what the image ships) with the downward-API env, authenticated
- * as the pod's service account. Shared by the process test and the hook
- * benchmarks.
+ * JavaScript (what the image ships, from compileLeaderhook) with the
+ * downward-API env, authenticated as the pod's service account. Shared by the
+ * process test and the hook benchmarks.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { type ChildProcess, spawn } from 'node:child_process';
 import type { Pod } from '../../../src/kube/types.ts';
 import { type LogLine, type TestNamespace, waitFor } from './harness.ts';
-
-const repo = fileURLToPath(new URL('../../../', import.meta.url));
-
-/** Compiles src/ as the image build does, into a scratch directory that resolves the repo's node_modules; returns the CLI. */
-export function compile(): string {
-  const out = mkdtempSync(join(tmpdir(), 'leaderhook-dist-'));
-  let diagnostics = '';
-  try {
-    execFileSync(join(repo, 'node_modules/.bin/tsc'), ['-p', join(repo, 'tsconfig.build.json'), '--outDir', join(out, 'dist')], { encoding: 'utf8' });
-  } catch (err) {
-    // tsc exits non-zero on a type error anywhere in src/ but still emits
-    diagnostics = String((err as { stdout?: string }).stdout ?? err);
-  }
-  const main = join(out, 'dist/cli.js');
-  if (!existsSync(main)) throw new Error(`compiling src/ to ${out} produced no ${main}: ${diagnostics}`);
-  symlinkSync(join(repo, 'node_modules'), join(out, 'node_modules'));
-  copyFileSync(join(repo, 'package.json'), join(out, 'package.json'));
-  return main;
-}
 
 export interface HookProcess {
   process: ChildProcess;

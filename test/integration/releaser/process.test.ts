@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { compileLeaderhook } from '../../support/compiled-leaderhook.ts';
 import { connectTestCluster } from '../../support/kube.ts';
 import { memoryOf } from '../../support/process-stats.ts';
 import {
@@ -24,7 +25,7 @@ import {
   type TestNamespace,
   waitFor,
 } from './harness.ts';
-import { compile, type HookProcess, startHookProcess } from './hook-process.ts';
+import { type HookProcess, startHookProcess } from './hook-process.ts';
 
 connectTestCluster();
 
@@ -48,7 +49,7 @@ describe('release hook process', { skip: skipReason }, () => {
     const uid = pod.metadata?.uid as string;
     await createLock(ns.name, 'op-lock', { name: 'op-0', uid });
     await createLease(ns.name, 'op-lease', 'op-0_2a0c6a50-5b0e-4e43-a8b5-5d1f1b8e2c11');
-    child = startHookProcess(compile(), ns, pod);
+    child = startHookProcess(compileLeaderhook(), ns, pod);
     const exited = child.exited;
     const ready = await child.ready;
     assert.deepEqual(ready.ownLocks, ['op-lock']);

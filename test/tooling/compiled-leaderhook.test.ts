@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { heapAfterMarkCompact } from '../bench/compiled-webhook.ts';
+import { heapAfterMarkCompact } from '../support/compiled-leaderhook.ts';
 
 test('the heap after a major collection comes from Mark-Compact lines, with or without (reduce); nothing else gives one', () => {
   assert.equal(
