@@ -11,7 +11,7 @@ import { containerStatus } from '../support/container-runs.ts';
 import { core } from '../support/kube.ts';
 import { RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
 import { cgroupDirsOf, containerPids, readCgroup } from './container-cgroup.ts';
-import { percentile } from './stats.ts';
+import { type Spread, spreadOf } from './stats.ts';
 
 export const START_PHASE_MS = 20_000;
 export const HOOK_PHASES = ['start', 'idle', 'release'] as const;
@@ -78,10 +78,10 @@ export interface HookPhaseSummary {
   phase: HookPhase;
   samples: number;
   containers: number;
-  workingSetMiB: { p50: number; p99: number; max: number };
+  workingSetMiB: Spread;
   /** Of the samples that read it; absent where none did (records from before it was sampled). */
-  anonMiB?: { p50: number; p99: number; max: number };
-  milliCores: { p50: number; p99: number; max: number };
+  anonMiB?: Spread;
+  milliCores: Spread;
 }
 
 export function phaseSummary(samples: readonly HookSample[], phase: HookPhase): HookPhaseSummary {
@@ -89,14 +89,13 @@ export function phaseSummary(samples: readonly HookSample[], phase: HookPhase): 
   const ws = inPhase.map((s) => s.workingSetMiB);
   const anon = inPhase.filter((s) => s.anonMiB !== undefined).map((s) => s.anonMiB as number);
   const cpu = inPhase.filter((s) => s.milliCores !== undefined).map((s) => s.milliCores as number);
-  const spread = (values: number[]) => ({ p50: percentile(values, 50), p99: percentile(values, 99), max: Math.max(...values) });
   return {
     phase,
     samples: ws.length,
     containers: new Set(inPhase.map((s) => s.container)).size,
-    workingSetMiB: spread(ws),
-    ...(anon.length > 0 ? { anonMiB: spread(anon) } : {}),
-    milliCores: spread(cpu),
+    workingSetMiB: spreadOf(ws),
+    ...(anon.length > 0 ? { anonMiB: spreadOf(anon) } : {}),
+    milliCores: spreadOf(cpu),
   };
 }
 
@@ -108,7 +107,7 @@ export function phaseTable(title: string, phases: readonly HookPhaseSummary[]): 
     '| phase | containers | samples | working set MiB p50 / p99 / max | of it anonymous MiB p50 / p99 / max | CPU mCPU p50 / p99 / max |\n| --- | ---: | ---: | ---: | ---: | ---: |\n' +
     phases
       .map((p) => {
-        const spread = (s: { p50: number; p99: number; max: number } | undefined) => (s ? `${f(s.p50)} / ${f(s.p99)} / ${f(s.max)}` : '—');
+        const spread = (s: Spread | undefined) => (s ? `${f(s.p50)} / ${f(s.p99)} / ${f(s.max)}` : '—');
         return `| ${p.phase} | ${p.containers} | ${p.samples} | ${spread(p.workingSetMiB)} | ${spread(p.anonMiB)} | ${spread(p.milliCores)} |`;
       })
       .join('\n') +

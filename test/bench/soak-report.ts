@@ -33,7 +33,7 @@ import {
 } from './soak-analysis.ts';
 import { HEARTBEAT_SILENCE_MS } from './soak-leaders.ts';
 import { soakFaultText } from './soak-plan.ts';
-import { median, percentile } from './stats.ts';
+import { median, spreadOf } from './stats.ts';
 
 /** Two decimals, without the "-0.00" of a slope a hair under zero. */
 const mibPerHour = (bytesPerHour: number) => (bytesPerHour / 2 ** 20).toFixed(2).replace(/^-(0\.00)$/, '$1');
@@ -259,10 +259,10 @@ function sampled(records: readonly SoakRecord[]): { anon: boolean; cpu: boolean 
  */
 function workingSetTable(records: readonly SoakRecord[]): string[] {
   const { anon: withAnon, cpu: withCpu } = sampled(records);
-  const spread = (values: number[], digits: number) =>
-    values.length === 0
-      ? ['—', '—', '—']
-      : [percentile(values, 50).toFixed(digits), percentile(values, 99).toFixed(digits), Math.max(...values).toFixed(digits)];
+  const spread = (values: number[], digits: number) => {
+    const { p50, p99, max } = spreadOf(values);
+    return values.length === 0 ? ['—', '—', '—'] : [p50.toFixed(digits), p99.toFixed(digits), max.toFixed(digits)];
+  };
   const lines = [
     row([
       'container',

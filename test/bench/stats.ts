@@ -8,3 +8,17 @@ export function percentile(values: readonly number[], p: number): number {
 }
 
 export const median = (values: readonly number[]): number => percentile(values, 50);
+
+/** The spread of a figure over samples, as the soak's and the hook-sampling tables print it. */
+export interface Spread {
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+/** The p50, p99 and max of `values` (NaN for each where there are none). */
+export const spreadOf = (values: readonly number[]): Spread => ({
+  p50: percentile(values, 50),
+  p99: percentile(values, 99),
+  max: values.length === 0 ? Number.NaN : Math.max(...values),
+});
