@@ -246,26 +246,26 @@ export interface KopfFailover {
 /** Deletes the leader pod; waits until the standby leads (and has written a heartbeat), the leader's entry is gone and the old pod object too. */
 export async function deleteLeader(scenario: KopfScenario, timeoutMs: number, { heldTerminating = false } = {}): Promise<KopfFailover> {
   const { namespace, recording } = scenario;
-  if (!heldTerminating) {
+  const deleteAndTakeOver = async () => {
     const deleteIssued = Date.now();
     await core.deleteNamespacedPod({ name: LEADER, namespace });
-    const failover = await standbyTakesOver(scenario, deleteIssued, timeoutMs);
-    await waitForRecorded(recording, `pod ${LEADER} to be gone`, async () => podGone(recording, LEADER), 60_000);
-    return failover;
-  }
-  const leaderUid = (await core.readNamespacedPod({ name: LEADER, namespace })).metadata?.uid;
-  holdTerminating(namespace, LEADER);
+    return standbyTakesOver(scenario, deleteIssued, timeoutMs);
+  };
   let failover: KopfFailover;
-  // From here on the finalizer must go whatever happens, or the namespace could never be deleted.
-  try {
-    const deleteIssued = Date.now();
-    await core.deleteNamespacedPod({ name: LEADER, namespace });
-    failover = await standbyTakesOver(scenario, deleteIssued, timeoutMs);
-    const old = await core.readNamespacedPod({ name: LEADER, namespace });
-    assert.equal(old.metadata?.uid, leaderUid, 'the old leader pod object still exists while the standby leads');
-    assert.ok(old.metadata?.deletionTimestamp, 'the old leader pod is Terminating');
-  } finally {
-    releaseTerminating(namespace, LEADER);
+  if (!heldTerminating) {
+    failover = await deleteAndTakeOver();
+  } else {
+    const leaderUid = (await core.readNamespacedPod({ name: LEADER, namespace })).metadata?.uid;
+    holdTerminating(namespace, LEADER);
+    // From here on the finalizer must go whatever happens, or the namespace could never be deleted.
+    try {
+      failover = await deleteAndTakeOver();
+      const old = await core.readNamespacedPod({ name: LEADER, namespace });
+      assert.equal(old.metadata?.uid, leaderUid, 'the old leader pod object still exists while the standby leads');
+      assert.ok(old.metadata?.deletionTimestamp, 'the old leader pod is Terminating');
+    } finally {
+      releaseTerminating(namespace, LEADER);
+    }
   }
   await waitForRecorded(recording, `pod ${LEADER} to be gone`, async () => podGone(recording, LEADER), 60_000);
   return failover;
