@@ -36,7 +36,7 @@ import { type HookProcess, startHookProcess } from '../integration/releaser/hook
 import { freePort } from '../peers/webhook/process.ts';
 import { compileLeaderhook, heapAfterMarkCompact } from '../support/compiled-leaderhook.ts';
 import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
-import { cpuSecondsOf, memoryOf } from '../support/process-stats.ts';
+import { cpuSecondsOf, memoryOf, socketsOf } from '../support/process-stats.ts';
 import { parseBenchArgs } from './bench-args.ts';
 import { RENEW_EVERY_MS, type RenewedLease, renewedLease, renewLeases } from './lease-renewer.ts';
 import { judgedSlope, LEAK_THRESHOLD_BYTES_PER_HOUR, laterHalf, type MemorySample } from './soak-analysis.ts';
@@ -71,6 +71,8 @@ interface AgingReading {
   cpuSeconds: number;
   /** The V8 heap in use (nodejs_heap_size_used_bytes), in MB; absent where the metrics did not answer. */
   heapUsedMB?: number;
+  /** Its open sockets: one a watch (and one for its metrics). */
+  sockets: number;
   /** Renewals of its namespace's Leases so far: each a watch event to the hook. */
   renewals: number;
   majorGcs: number;
@@ -173,6 +175,7 @@ async function read(hook: AgedHook, atS: number): Promise<void> {
     atS,
     anonKiB,
     rssKiB,
+    sockets: socketsOf(pid),
     cpuSeconds: cpuSecondsOf(pid),
     ...(heap ? { heapUsedMB: heap.heapUsedBytes / 1e6 } : {}),
     renewals: hook.leases.reduce((sum, l) => sum + l.renewed, 0),
@@ -283,7 +286,7 @@ function print(record: AgingRecord): void {
     const cpuMs = (last.cpuSeconds - first.cpuSeconds) * 1000;
     out(`## beside ${leasesText(hook.leases)}`);
     out(
-      `RssAnon ${mib(first.anonKiB)} → ${mib(last.anonKiB)} MiB (min ${mib(Math.min(...anons))}, max ${mib(Math.max(...anons))}), VmRSS ${mib(first.rssKiB)} → ${mib(last.rssKiB)}; ` +
+      `RssAnon ${mib(first.anonKiB)} → ${mib(last.anonKiB)} MiB (min ${mib(Math.min(...anons))}, max ${mib(Math.max(...anons))}), VmRSS ${mib(first.rssKiB)} → ${mib(last.rssKiB)}, ${first.sockets} → ${last.sockets} sockets; ` +
         `slope ${slopeText(hook.anonSlopeMiBPerHour)} over the run, ${slopeText(hook.laterHalfAnonSlopeMiBPerHour)} over its later half ` +
         `(a leak above ${LEAK_THRESHOLD_BYTES_PER_HOUR / MIB} MiB/h)`,
     );

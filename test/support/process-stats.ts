@@ -5,7 +5,7 @@
  * cluster's containers (its nodes share this machine's /proc).
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /** Memory of a process, in KiB. */
 export interface ProcessMemory {
@@ -20,6 +20,19 @@ export function memoryOf(pid: number): ProcessMemory {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
   return { rssKiB: kib('VmRSS'), anonKiB: kib('RssAnon') };
+}
+
+/** The sockets a process holds open now (its connections: a hook's API server watches each keep one). */
+export function socketsOf(pid: number): number {
+  let sockets = 0;
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      if (readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('socket:')) sockets++;
+    } catch {
+      // closed between the listing and the read
+    }
+  }
+  return sockets;
 }
 
 const clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());

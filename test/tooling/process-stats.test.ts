@@ -5,8 +5,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { type AddressInfo, connect, createServer } from 'node:net';
 import { describe, it } from 'node:test';
-import { cpuSecondsOf, memoryOf } from '../support/process-stats.ts';
+import { cpuSecondsOf, memoryOf, socketsOf } from '../support/process-stats.ts';
 
 describe('memoryOf', () => {
   it('reads a live process: its private memory is part of its resident memory, and grows with what it allocates', () => {
@@ -23,6 +24,20 @@ describe('memoryOf', () => {
     await once(child, 'exit');
     assert.throws(() => memoryOf(child.pid as number), /ENOENT/);
     assert.throws(() => cpuSecondsOf(child.pid as number), /ENOENT/);
+  });
+});
+
+describe('socketsOf', () => {
+  it('counts the sockets a process holds, a connection as two ends of it', async (t) => {
+    const before = socketsOf(process.pid);
+    const server = createServer().listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    t.after(() => server.close());
+    assert.equal(socketsOf(process.pid), before + 1, 'a listening server is one socket');
+    const client = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    await Promise.all([once(client, 'connect'), once(server, 'connection')]);
+    t.after(() => client.destroy());
+    assert.equal(socketsOf(process.pid), before + 3, 'a connection adds its client end and the accepted end');
   });
 });
 
