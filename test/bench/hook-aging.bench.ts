@@ -37,6 +37,7 @@ import { freePort } from '../peers/webhook/process.ts';
 import { compileLeaderhook, heapAfterMarkCompact } from '../support/compiled-leaderhook.ts';
 import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
 import { cpuSecondsOf, memoryOf, socketsOf } from '../support/process-stats.ts';
+import { parseExposition } from './apiserver-metrics.ts';
 import { parseBenchArgs } from './bench-args.ts';
 import { RENEW_EVERY_MS, type RenewedLease, renewedLease, renewLeases } from './lease-renewer.ts';
 import { judgedSlope, LEAK_THRESHOLD_BYTES_PER_HOUR, laterHalf, type MemorySample } from './soak-analysis.ts';
@@ -69,8 +70,12 @@ interface AgingReading {
   anonKiB: number;
   rssKiB: number;
   cpuSeconds: number;
-  /** The V8 heap in use (nodejs_heap_size_used_bytes), in MB; absent where the metrics did not answer. */
+  /** The V8 heap in use (nodejs_heap_size_used_bytes), in MB; absent, as the next two, where the metrics did not answer. */
   heapUsedMB?: number;
+  /** The V8 heap committed (nodejs_heap_size_total_bytes), in MB: what of RssAnon the heap holds, used or not. */
+  heapTotalMB?: number;
+  /** Memory outside the heap that JavaScript objects hold (nodejs_external_memory_bytes: Buffers), in MB. */
+  externalMB?: number;
   /** Its open sockets: one a watch (and one for its metrics). */
   sockets: number;
   /** Renewals of its namespace's Leases so far: each a watch event to the hook. */
@@ -118,12 +123,17 @@ function majorCollections(hook: HookProcess): number[] {
   return heaps;
 }
 
-/** The hook's heap in use and major collections so far, from its metrics endpoint. */
-async function heapOf(metricsPort: number): Promise<{ heapUsedBytes: number; majorGcs: number }> {
+const COMMITTED_SERIES: ReadonlySet<string> = new Set(['nodejs_heap_size_total_bytes', 'nodejs_external_memory_bytes']);
+
+/** The hook's heap in use and committed, its external memory and major collections so far, from its metrics endpoint. */
+async function heapOf(metricsPort: number): Promise<{ heapUsedBytes: number; majorGcs: number; heapTotalBytes?: number; externalBytes?: number }> {
   const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { signal: AbortSignal.timeout(5_000) });
-  const figures = heapFigures(await response.text());
+  const text = await response.text();
+  const figures = heapFigures(text);
   if (!figures) throw new Error(`the hook's metrics on port ${metricsPort} hold no nodejs_heap_size_used_bytes`);
-  return figures;
+  const committed = parseExposition(text, COMMITTED_SERIES);
+  const value = (name: string) => committed.find((series) => series.name === name)?.value;
+  return { ...figures, heapTotalBytes: value('nodejs_heap_size_total_bytes'), externalBytes: value('nodejs_external_memory_bytes') };
 }
 
 /** Stops the hook as its kubelet would (SIGTERM, then SIGKILL after `graceMs`), so its trace's last buffered lines are written. */
@@ -178,6 +188,8 @@ async function read(hook: AgedHook, atS: number): Promise<void> {
     sockets: socketsOf(pid),
     cpuSeconds: cpuSecondsOf(pid),
     ...(heap ? { heapUsedMB: heap.heapUsedBytes / 1e6 } : {}),
+    ...(heap?.heapTotalBytes === undefined ? {} : { heapTotalMB: heap.heapTotalBytes / 1e6 }),
+    ...(heap?.externalBytes === undefined ? {} : { externalMB: heap.externalBytes / 1e6 }),
     renewals: hook.leases.reduce((sum, l) => sum + l.renewed, 0),
     majorGcs: heap?.majorGcs ?? hook.readings.at(-1)?.majorGcs ?? 0,
   });
@@ -289,6 +301,11 @@ function print(record: AgingRecord): void {
       `RssAnon ${mib(first.anonKiB)} → ${mib(last.anonKiB)} MiB (min ${mib(Math.min(...anons))}, max ${mib(Math.max(...anons))}), VmRSS ${mib(first.rssKiB)} → ${mib(last.rssKiB)}, ${first.sockets} → ${last.sockets} sockets; ` +
         `slope ${slopeText(hook.anonSlopeMiBPerHour)} over the run, ${slopeText(hook.laterHalfAnonSlopeMiBPerHour)} over its later half ` +
         `(a leak above ${LEAK_THRESHOLD_BYTES_PER_HOUR / MIB} MiB/h)`,
+    );
+    const mb = (v: number | undefined) => v?.toFixed(1) ?? '-';
+    out(
+      `V8 heap committed ${mb(first.heapTotalMB)} → ${mb(last.heapTotalMB)} MB, in use ${mb(first.heapUsedMB)} → ${mb(last.heapUsedMB)}, ` +
+        `external ${mb(first.externalMB)} → ${mb(last.externalMB)}`,
     );
     out(
       `heap after each major collection: ${hook.heapAfterMajorGcs.map((h) => `${h.mb} MB ${Number.isNaN(h.atS) ? 'at the end' : `by ${(h.atS / 60).toFixed(0)} min`}`).join(', ') || 'none'}`,
