@@ -20,6 +20,14 @@ export interface Target {
 
 const CRLF2 = Buffer.from('\r\n\r\n');
 
+/**
+ * A connection idle this long is closed rather than used again, as the API
+ * server's transport closes a webhook connection (its idle timeout, 90 s)
+ * before the webhook's keep-alive does (120 s): a client that reused one
+ * idle longer would race the server closing it, and lose the request.
+ */
+export const CLIENT_IDLE_TIMEOUT_MS = 90_000;
+
 /** One keep-alive connection, one request at a time. */
 class Connection {
   readonly #socket: TLSSocket;
@@ -28,12 +36,18 @@ class Connection {
   #keepBody = false;
   #failed: ((error: Error) => void) | undefined;
   #closed = false;
+  /** When the last answer came (or the connection opened): how long it sat idle before the next request. */
+  #idleSince = performance.now();
+  #idleBeforeRequestMs = 0;
 
   private constructor(socket: TLSSocket) {
     this.#socket = socket;
     socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('error', (error) => this.#fail(error));
-    socket.on('close', () => this.#fail(new Error('connection closed by the server')));
+    socket.on('close', () =>
+      // the idle time says which close it was: one after the server's keep-alive timeout, or one while in use
+      this.#fail(new Error(`connection closed by the server (idle ${idleText(this.#idleBeforeRequestMs)} before the request)`)),
+    );
   }
 
   /**
@@ -44,6 +58,11 @@ class Connection {
    */
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /** How long it has been idle, as a client's transport counts it for its idle timeout. */
+  get idleMs(): number {
+    return this.#done === undefined ? performance.now() - this.#idleSince : 0;
   }
 
   static open(target: Target): Promise<Connection> {
@@ -62,10 +81,12 @@ class Connection {
     this.#done = done;
     this.#failed = failed;
     this.#keepBody = keepBody;
+    this.#idleBeforeRequestMs = performance.now() - this.#idleSince;
     this.#socket.write(request);
   }
 
   close(): void {
+    this.#closed = true;
     this.#done = undefined;
     this.#failed = undefined;
     this.#socket.destroy();
@@ -89,9 +110,13 @@ class Connection {
     this.#pending = this.#pending.subarray(parsed.end);
     const done = this.#done;
     this.#done = undefined;
+    this.#idleSince = performance.now();
     done?.(parsed.status, parsed.body);
   }
 }
+
+/** An idle time as a failure names it: to the second under 10 s, else to 10 s, so that failures of one kind count together. */
+const idleText = (ms: number): string => (ms < 10_000 ? `${Math.floor(ms / 1000)} s` : `${Math.floor(ms / 10_000) * 10} s`);
 
 /** One complete response at the start of `data`, or undefined while it is incomplete. */
 function parseResponse(data: Buffer, keepBody: boolean): { status: number; end: number; body: Buffer | undefined } | undefined {
@@ -233,11 +258,19 @@ export async function closedLoop(target: Target, request: Buffer, connections: n
 
 /**
  * Requests due every 1/rate s for `seconds`, each sent on an idle connection
- * of a pool of `connections`, or queued until one is idle. At the end, what
- * is on the wire is awaited (at most `drainS` s); what is still queued is
+ * of a pool of `connections`, or queued until one is idle; a connection idle
+ * for `idleTimeoutMs` is closed and another opened in its place. At the end,
+ * what is on the wire is awaited (at most `drainS` s); what is still queued is
  * counted as unsent.
  */
-export async function openLoop(target: Target, request: Buffer, rate: number, seconds: number, connections: number, drainS = 5): Promise<LoadResult> {
+export async function openLoop(
+  target: Target,
+  request: Buffer,
+  rate: number,
+  seconds: number,
+  connections: number,
+  { drainS = 5, idleTimeoutMs = CLIENT_IDLE_TIMEOUT_MS } = {},
+): Promise<LoadResult> {
   const pool = await openConnections(target, connections);
   const total = Math.round(rate * seconds);
   const latencies = new Float64Array(total);
@@ -286,6 +319,7 @@ export async function openLoop(target: Target, request: Buffer, rate: number, se
         const dueAt = started + due * interval;
         due += 1;
         const connection = idle.pop();
+        if (connection && !connection.closed && connection.idleMs >= idleTimeoutMs) connection.close();
         if (connection?.closed) {
           lags[lagged++] = now - dueAt;
           inFlight += 1;

@@ -60,6 +60,45 @@ test('an open loop opens a new connection in place of one the server closed whil
   }
 });
 
+test('an open loop closes a connection idle for its idle timeout and opens another, before the server would close it', async () => {
+  await ensureDevCertificates(dir, pino({ level: 'silent' }), ['127.0.0.1']);
+  let connections = 0;
+  let started = performance.now();
+  const server = createServer(
+    // the server keeps idle connections far longer than the run: any new connection is the client's doing
+    { cert: readFileSync(join(dir, 'tls.crt')), key: readFileSync(join(dir, 'tls.key')), keepAliveTimeout: 60_000 },
+    (req, res) => {
+      // one request at a time for the first second (the pool's other connections sit idle), six at a time after
+      const delay = performance.now() - started < 1000 ? 0 : 300;
+      req.resume();
+      req.on('end', () => setTimeout(() => res.end('{}'), delay));
+    },
+  );
+  server.on('secureConnection', () => {
+    connections += 1;
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (server.address() as { port: number }).port;
+    started = performance.now();
+    const target = { port, ca: readFileSync(join(dir, 'ca.crt')) };
+    const load = await openLoop(target, mutateRequest(Buffer.from('{}')), 20, 2, 8, { idleTimeoutMs: 500 });
+    assert.deepEqual(load.failures, {});
+    assert.equal(load.count, 40, 'every request due was answered');
+    assert.ok(connections > 8, `the client closed connections idle for 0.5 s and opened others (${connections} connections for a pool of 8)`);
+
+    // the same load with the default idle timeout (90 s) keeps its pool
+    connections = 0;
+    started = performance.now();
+    const kept = await openLoop(target, mutateRequest(Buffer.from('{}')), 20, 2, 8);
+    assert.equal(kept.count, 40);
+    assert.equal(connections, 8, 'no connection was idle for 90 s: the pool is the one opened');
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
 test('a request the server drops is counted as failed with the error it met', async () => {
   await ensureDevCertificates(dir, pino({ level: 'silent' }), ['127.0.0.1']);
   let answered = 0;
@@ -74,7 +113,7 @@ test('a request the server drops is counted as failed with the error it met', as
     const load = await closedLoop({ port, ca: readFileSync(join(dir, 'ca.crt')) }, mutateRequest(Buffer.from('{}')), 1, 2);
     assert.equal(load.count, 2, 'the two answers before the drop');
     assert.equal(load.failed, 1);
-    assert.deepEqual(load.failures, { 'connection closed by the server': 1 });
+    assert.deepEqual(load.failures, { 'connection closed by the server (idle 0 s before the request)': 1 });
   } finally {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
@@ -99,7 +138,7 @@ test('an open loop replaces a connection a request failed on, so the pool does n
     const port = (server.address() as { port: number }).port;
     // 30 requests on a pool of one connection: every third fails, the rest are answered on the connections opened in its place
     const load = await openLoop({ port, ca: readFileSync(join(dir, 'ca.crt')) }, mutateRequest(Buffer.from('{}')), 20, 1.5, 1);
-    assert.deepEqual(load.failures, { 'connection closed by the server': 10 });
+    assert.deepEqual(load.failures, { 'connection closed by the server (idle 0 s before the request)': 10 });
     assert.equal(load.failed, 10, 'the sum of the failures');
     assert.equal(load.count, 20);
     assert.equal(load.unsent, 0, 'no request left waiting for a connection the pool lost');
