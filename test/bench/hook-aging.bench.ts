@@ -41,7 +41,7 @@ import { parseExposition } from './apiserver-metrics.ts';
 import { parseBenchArgs } from './bench-args.ts';
 import { RENEW_EVERY_MS, type RenewedLease, renewedLease, renewLeases } from './lease-renewer.ts';
 import { judgedSlope, LEAK_THRESHOLD_BYTES_PER_HOUR, laterHalf, type MemorySample } from './soak-analysis.ts';
-import { heapFigures } from './soak-samples.ts';
+import { heapFigures, watchStates } from './soak-samples.ts';
 
 const usage = `usage: npm run bench:hook-aging -- [--minutes 60] [--leases 50] [--every 60] [--json FILE]
 
@@ -78,6 +78,8 @@ interface AgingReading {
   externalMB?: number;
   /** Its open sockets: one a watch (and one for its metrics). */
   sockets: number;
+  /** Its watches not connected (leaderhook_hook_watch_up 0) by name; absent where the metrics did not answer. */
+  watchesDown?: string[];
   /** Renewals of its namespace's Leases so far: each a watch event to the hook. */
   renewals: number;
   majorGcs: number;
@@ -126,14 +128,17 @@ function majorCollections(hook: HookProcess): number[] {
 const COMMITTED_SERIES: ReadonlySet<string> = new Set(['nodejs_heap_size_total_bytes', 'nodejs_external_memory_bytes']);
 
 /** The hook's heap in use and committed, its external memory and major collections so far, from its metrics endpoint. */
-async function heapOf(metricsPort: number): Promise<{ heapUsedBytes: number; majorGcs: number; heapTotalBytes?: number; externalBytes?: number }> {
+async function heapOf(
+  metricsPort: number,
+): Promise<{ heapUsedBytes: number; majorGcs: number; heapTotalBytes?: number; externalBytes?: number; watchesDown: string[] }> {
   const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { signal: AbortSignal.timeout(5_000) });
   const text = await response.text();
   const figures = heapFigures(text);
   if (!figures) throw new Error(`the hook's metrics on port ${metricsPort} hold no nodejs_heap_size_used_bytes`);
   const committed = parseExposition(text, COMMITTED_SERIES);
   const value = (name: string) => committed.find((series) => series.name === name)?.value;
-  return { ...figures, heapTotalBytes: value('nodejs_heap_size_total_bytes'), externalBytes: value('nodejs_external_memory_bytes') };
+  const watchesDown = [...watchStates(text)].filter(([, up]) => !up).map(([watch]) => watch);
+  return { ...figures, heapTotalBytes: value('nodejs_heap_size_total_bytes'), externalBytes: value('nodejs_external_memory_bytes'), watchesDown };
 }
 
 /** Stops the hook as its kubelet would (SIGTERM, then SIGKILL after `graceMs`), so its trace's last buffered lines are written. */
@@ -154,7 +159,8 @@ const slopeMiBPerHour = (samples: readonly MemorySample[]): number | undefined =
 
 /** A namespace of `leaseCount` Lease holders and one leader-for-life operator pod, and its hook started and ready. */
 async function startAgedHook(cli: string, node: string, leaseCount: number, namespaces: TestNamespace[]): Promise<AgedHook> {
-  const ns = await createNamespace(`lh-aging-${leaseCount}`);
+  // the hooks' token must outlast the run: after it expires every request of theirs is refused, and their watches stop
+  const ns = await createNamespace(`lh-aging-${leaseCount}`, undefined, { tokenSeconds: (minutes + 60) * 60 });
   namespaces.push(ns);
   const leases: RenewedLease[] = [];
   for (let i = 0; i < leaseCount; i++) {
@@ -190,6 +196,7 @@ async function read(hook: AgedHook, atS: number): Promise<void> {
     ...(heap ? { heapUsedMB: heap.heapUsedBytes / 1e6 } : {}),
     ...(heap?.heapTotalBytes === undefined ? {} : { heapTotalMB: heap.heapTotalBytes / 1e6 }),
     ...(heap?.externalBytes === undefined ? {} : { externalMB: heap.externalBytes / 1e6 }),
+    ...(heap ? { watchesDown: heap.watchesDown } : {}),
     renewals: hook.leases.reduce((sum, l) => sum + l.renewed, 0),
     majorGcs: heap?.majorGcs ?? hook.readings.at(-1)?.majorGcs ?? 0,
   });
@@ -314,6 +321,11 @@ function print(record: AgingRecord): void {
       `events: ${events} renewals (${hookSpanS > 0 ? (events / hookSpanS).toFixed(1) : '-'}/s); CPU ${cpuMs.toFixed(0)} ms, ` +
         `${events > 0 ? (cpuMs / events).toFixed(3) : '-'} ms per event`,
     );
+    const down = hook.readings.filter((r) => (r.watchesDown?.length ?? 0) > 0);
+    if (down.length > 0)
+      out(
+        `WATCHES DOWN in ${down.length} of ${hook.readings.length} readings, from minute ${((down[0] as AgingReading).atS / 60).toFixed(0)} (${(down[0] as AgingReading).watchesDown?.join(', ')}): the events stopped reaching it`,
+      );
     if (hook.exitedEarly) out('THIS HOOK EXITED BEFORE THE END: see its log above');
   }
   const byLeases = [...record.hooks].sort((a, b) => a.leases - b.leases);

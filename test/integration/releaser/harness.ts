@@ -119,9 +119,11 @@ export interface TestNamespace {
 /**
  * A fresh namespace with service account `operator`, bound to deploy/operator-rbac (or
  * to `rules` instead, to test missing permissions), and a kubeconfig that
- * authenticates as that service account through a TokenRequest.
+ * authenticates as that service account through a TokenRequest valid for
+ * `tokenSeconds`. A hook reads that token once: unlike a pod's projected
+ * token, nobody renews it, so a process that runs longer must ask for more.
  */
-export async function createNamespace(prefix: string, rules?: unknown[]): Promise<TestNamespace> {
+export async function createNamespace(prefix: string, rules?: unknown[], { tokenSeconds = 3600 } = {}): Promise<TestNamespace> {
   const kube = await admin();
   const name = `${prefix}-${suffix()}`;
   await kube.request({
@@ -145,7 +147,7 @@ export async function createNamespace(prefix: string, rules?: unknown[]): Promis
   const tokenRequest = await kube.request<{ status: { token: string } }>({
     method: 'POST',
     path: `/api/v1/namespaces/${name}/serviceaccounts/operator/token`,
-    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: tokenSeconds } },
   });
   const adminDoc = parse(readFileSync(kubeconfigPath as string, 'utf8')) as {
     'current-context': string;
