@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:https';
+import { createServer, type ServerOptions } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -17,86 +17,78 @@ import { closedLoop, mutateRequest, openLoop } from '../bench/webhook-client.ts'
 const dir = mkdtempSync(join(tmpdir(), 'leaderhook-webhook-client-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-test('an open loop opens a new connection in place of one the server closed while idle, and loses no request', async () => {
+/**
+ * A TLS server on loopback that answers each request after `delayMs(ms since
+ * the load started)` and counts the connections it accepted; `startLoad()`
+ * marks the start and sets the count to 0.
+ */
+async function delayingServer(options: ServerOptions, delayMs: (sinceStartMs: number) => number) {
   await ensureDevCertificates(dir, pino({ level: 'silent' }), ['127.0.0.1']);
-  let connections = 0;
   let started = performance.now();
-  const server = createServer(
-    {
-      cert: readFileSync(join(dir, 'tls.crt')),
-      key: readFileSync(join(dir, 'tls.key')),
-      // a connection that never sent a request is answered 408 and closed after 0.5 s, one idle after its last answer
-      // is closed after 0.3 s
-      headersTimeout: 500,
-      keepAliveTimeout: 300,
-      requestTimeout: 500,
-      connectionsCheckingInterval: 50,
-    },
-    (req, res) => {
-      // two requests in flight in the first second, one at a time in the next, six at a time after: the connections of
-      // the first second and those never used are closed by then, and the client needs them again
-      const sinceStart = performance.now() - started;
-      const delay = sinceStart < 1000 ? 100 : sinceStart < 2000 ? 0 : 300;
-      req.resume();
-      req.on('end', () => setTimeout(() => res.end('{}'), delay));
-    },
-  );
+  let connections = 0;
+  const server = createServer({ cert: readFileSync(join(dir, 'tls.crt')), key: readFileSync(join(dir, 'tls.key')), ...options }, (req, res) => {
+    const delay = delayMs(performance.now() - started);
+    req.resume();
+    req.on('end', () => setTimeout(() => res.end('{}'), delay));
+  });
   server.on('secureConnection', () => {
     connections += 1;
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  try {
-    const port = (server.address() as { port: number }).port;
-    started = performance.now();
-    const load = await openLoop({ port, ca: readFileSync(join(dir, 'ca.crt')) }, mutateRequest(Buffer.from('{}')), 20, 3.5, 8);
-    assert.equal(load.failed, 0, 'no request failed on a closed connection');
-    assert.deepEqual(load.failures, {});
-    assert.equal(load.notOk, 0);
-    assert.equal(load.count, 70, 'every request due was answered');
-    assert.ok(connections > 8, `the server closed idle connections and the client opened others (${connections} connections for a pool of 8)`);
-  } finally {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
+  return {
+    target: { port: (server.address() as { port: number }).port, ca: readFileSync(join(dir, 'ca.crt')) },
+    get connections() {
+      return connections;
+    },
+    startLoad() {
+      started = performance.now();
+      connections = 0;
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+test('an open loop opens a new connection in place of one the server closed while idle, and loses no request', async (t) => {
+  const server = await delayingServer(
+    // a connection that never sent a request is answered 408 and closed after 0.5 s, one idle after its last answer
+    // is closed after 0.3 s
+    { headersTimeout: 500, keepAliveTimeout: 300, requestTimeout: 500, connectionsCheckingInterval: 50 },
+    // two requests in flight in the first second, one at a time in the next, six at a time after: the connections of
+    // the first second and those never used are closed by then, and the client needs them again
+    (sinceStart) => (sinceStart < 1000 ? 100 : sinceStart < 2000 ? 0 : 300),
+  );
+  t.after(() => server.close());
+  server.startLoad();
+  const load = await openLoop(server.target, mutateRequest(Buffer.from('{}')), 20, 3.5, 8);
+  assert.equal(load.failed, 0, 'no request failed on a closed connection');
+  assert.deepEqual(load.failures, {});
+  assert.equal(load.notOk, 0);
+  assert.equal(load.count, 70, 'every request due was answered');
+  assert.ok(server.connections > 8, `the server closed idle connections and the client opened others (${server.connections} connections for a pool of 8)`);
 });
 
-test('an open loop closes a connection idle for its idle timeout and opens another, before the server would close it', async () => {
-  await ensureDevCertificates(dir, pino({ level: 'silent' }), ['127.0.0.1']);
-  let connections = 0;
-  let started = performance.now();
-  const server = createServer(
+test('an open loop closes a connection idle for its idle timeout and opens another, before the server would close it', async (t) => {
+  const server = await delayingServer(
     // the server keeps idle connections far longer than the run: any new connection is the client's doing
-    { cert: readFileSync(join(dir, 'tls.crt')), key: readFileSync(join(dir, 'tls.key')), keepAliveTimeout: 60_000 },
-    (req, res) => {
-      // one request at a time for the first second (the pool's other connections sit idle), six at a time after
-      const delay = performance.now() - started < 1000 ? 0 : 300;
-      req.resume();
-      req.on('end', () => setTimeout(() => res.end('{}'), delay));
-    },
+    { keepAliveTimeout: 60_000 },
+    // one request at a time for the first second (the pool's other connections sit idle), six at a time after
+    (sinceStart) => (sinceStart < 1000 ? 0 : 300),
   );
-  server.on('secureConnection', () => {
-    connections += 1;
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  try {
-    const port = (server.address() as { port: number }).port;
-    started = performance.now();
-    const target = { port, ca: readFileSync(join(dir, 'ca.crt')) };
-    const load = await openLoop(target, mutateRequest(Buffer.from('{}')), 20, 2, 8, { idleTimeoutMs: 500 });
-    assert.deepEqual(load.failures, {});
-    assert.equal(load.count, 40, 'every request due was answered');
-    assert.ok(connections > 8, `the client closed connections idle for 0.5 s and opened others (${connections} connections for a pool of 8)`);
+  t.after(() => server.close());
+  server.startLoad();
+  const load = await openLoop(server.target, mutateRequest(Buffer.from('{}')), 20, 2, 8, { idleTimeoutMs: 500 });
+  assert.deepEqual(load.failures, {});
+  assert.equal(load.count, 40, 'every request due was answered');
+  assert.ok(server.connections > 8, `the client closed connections idle for 0.5 s and opened others (${server.connections} connections for a pool of 8)`);
 
-    // the same load with the default idle timeout (90 s) keeps its pool
-    connections = 0;
-    started = performance.now();
-    const kept = await openLoop(target, mutateRequest(Buffer.from('{}')), 20, 2, 8);
-    assert.equal(kept.count, 40);
-    assert.equal(connections, 8, 'no connection was idle for 90 s: the pool is the one opened');
-  } finally {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
+  // the same load with the default idle timeout (90 s) keeps its pool
+  server.startLoad();
+  const kept = await openLoop(server.target, mutateRequest(Buffer.from('{}')), 20, 2, 8);
+  assert.equal(kept.count, 40);
+  assert.equal(server.connections, 8, 'no connection was idle for 90 s: the pool is the one opened');
 });
 
 test('a request the server drops is counted as failed with the error it met', async () => {
