@@ -54,6 +54,21 @@ export interface RunningWebhook {
   close(): Promise<void>;
 }
 
+/**
+ * How long the webhook keeps a connection the API server may still use:
+ * longer than that client's idle timeout for webhook connections (90 s), so
+ * the client, not the server, closes it, and a review is never written into
+ * a connection the server is closing (Go's transport does not send a POST
+ * again: the admission call would fail). Node times an idle connection by
+ * keepAliveTimeout, and one that has sent no request yet (Go's transport
+ * parks one it dialled for a review another connection served first) from
+ * its opening by headersTimeout and requestTimeout, checked every 30 s:
+ * with 10 s it closed such a connection 30 s after it opened (measured,
+ * bench:webhook-connections). Longer header and request timeouts give a slow
+ * client no more than keep-alive already does: a connection held 120 s.
+ */
+const CONNECTION_KEPT_MS = 120_000;
+
 function listen(server: Server, host: string, port: number): Promise<AddressInfo> {
   return new Promise((resolvePromise, rejectPromise) => {
     const onError = (error: NodeJS.ErrnoException) => {
@@ -114,13 +129,9 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       cert: pair.cert,
       key: pair.key,
       minVersion: 'TLSv1.2',
-      // Longer than the API server's idle timeout for webhook connections (90 s):
-      // the client, not the server, closes an idle connection, so a POST never
-      // races a server-side close and fails (failurePolicy Ignore would then
-      // admit the pod without the hook).
-      keepAliveTimeout: 120_000,
-      headersTimeout: 10_000,
-      requestTimeout: 30_000,
+      keepAliveTimeout: CONNECTION_KEPT_MS,
+      headersTimeout: CONNECTION_KEPT_MS,
+      requestTimeout: CONNECTION_KEPT_MS,
     },
     app,
   );

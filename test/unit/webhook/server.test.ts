@@ -354,3 +354,51 @@ describe('webhook server with a failing injector', () => {
     assert.match(metrics, /leaderhook_admissions_total\{outcome="error",reason="injectorError"\} 1/);
   });
 });
+
+describe('webhook server connections', () => {
+  // A server of its own: Node checks its connections' header and request timeouts every 30 s from its listen.
+  let server: TestServer;
+  let listenedAt: number;
+  before(async () => {
+    server = await startTestServer();
+    listenedAt = performance.now();
+  });
+  after(async () => {
+    await server.cleanup();
+  });
+
+  it('keeps a connection that has sent no request past its first timeout check, and answers a review on it then', async () => {
+    const body = await readTestdata('kubebuilder-pod.review.json');
+    const socket = connect({ host: '127.0.0.1', port: server.webhook.address.port, ca: server.ca, ALPNProtocols: ['http/1.1'] });
+    const received: Buffer[] = [];
+    let endedAtS: number | undefined;
+    socket.on('data', (chunk: Buffer) => received.push(chunk));
+    socket.on('end', () => {
+      endedAtS = (performance.now() - listenedAt) / 1000;
+    });
+    await new Promise<void>((resolve, reject) => {
+      socket.once('secureConnect', resolve);
+      socket.once('error', reject);
+    });
+    try {
+      // as the API server's transport parks a connection it dialled for a review another one served: unused until after the 30 s check
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, 31_000 - (performance.now() - listenedAt))));
+      assert.equal(endedAtS, undefined, `the webhook closed the unused connection ${endedAtS?.toFixed(1)} s after it listened`);
+      assert.equal(
+        Buffer.concat(received).length,
+        0,
+        `the webhook wrote to a connection that asked nothing: ${Buffer.concat(received).toString('latin1').slice(0, 80)}`,
+      );
+      socket.write(
+        `POST /mutate?timeout=5s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      const head = await eventually(
+        async () => Buffer.concat(received).toString('latin1'),
+        (text) => text.includes('\r\n\r\n') || endedAtS !== undefined,
+      );
+      assert.match(head, /^HTTP\/1\.1 200 /, `the review on the parked connection was answered: ${head.slice(0, 80)}`);
+    } finally {
+      socket.destroy();
+    }
+  });
+});
