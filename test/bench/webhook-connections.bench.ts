@@ -8,11 +8,12 @@
  *   npm run bench:webhook-connections [-- --wait 160]
  *
  * Starts the webhook on 127.0.0.1 (development certificates in a temporary
- * folder) and opens two connections to it:
+ * folder) and opens three connections to it:
  *   - used: one admission review answered, then idle, as the API server's
  *     connections sit between reviews;
  *   - unused: open, no request yet, as Go's transport parks a connection it
  *     dialled for a review that another connection freed up in time served.
+ *   - busy: a review every 100 ms all along, as under steady admissions.
  * It prints when the webhook closed each, or that it still held it after
  * `--wait` seconds. Node closes an idle connection after keepAliveTimeout,
  * and times a connection that has sent no request from its opening by
@@ -74,18 +75,58 @@ await new Promise<void>((resolve, reject) => {
 const unusedSocket = await open(unused, () => openedAt);
 openedAt = performance.now();
 
-const started = performance.now();
-while ((used.closedAfterS === undefined || unused.closedAfterS === undefined) && performance.now() - started < waitS * 1000) {
-  await new Promise((resolve) => setTimeout(resolve, 250));
+/** The next whole answer on `socket` (headers and a Content-Length body), after `request` is written. */
+function exchange(socket: ReturnType<typeof connect>, request: Buffer): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString('latin1');
+      const headEnd = text.indexOf('\r\n\r\n');
+      const length = Number(/\r\ncontent-length:\s*(\d+)/i.exec(text)?.[1] ?? Number.NaN);
+      if (headEnd < 0 || text.length < headEnd + 4 + length) return;
+      socket.off('data', onData);
+      socket.off('end', onEnd);
+      resolve(text.split('\r\n')[0] ?? '');
+    };
+    const onEnd = () => {
+      socket.off('data', onData);
+      reject(new Error('closed by the webhook with a review in flight'));
+    };
+    socket.on('data', onData);
+    socket.once('end', onEnd);
+    socket.write(request);
+  });
 }
+
+// in use all along: a review every 100 ms, each on the answer to the one before
+const busy: Watched = { name: 'a review every 100 ms' };
+let busyOpenedAt = 0;
+const busySocket = await open(busy, () => busyOpenedAt);
+busyOpenedAt = performance.now();
+let busyReviews = 0;
+const request = mutateRequest(kubebuilderReview());
+
+const started = performance.now();
+const waiting = () => (used.closedAfterS === undefined || unused.closedAfterS === undefined) && performance.now() - started < waitS * 1000;
+while (waiting()) {
+  if (busy.closedAfterS === undefined) {
+    const status = await exchange(busySocket, request).catch((error: Error) => error.message);
+    if (!status.startsWith('HTTP/1.1 200')) throw new Error(`review ${busyReviews + 1} on the busy connection: ${status}`);
+    busyReviews++;
+  }
+  await new Promise((resolve) => setTimeout(resolve, 100));
+}
+const busyForS = (performance.now() - busyOpenedAt) / 1000;
 usedSocket.destroy();
 unusedSocket.destroy();
+busySocket.destroy();
 await server.cleanup();
 
 console.log(`connection | closed by the webhook after | before the API server's ${API_SERVER_IDLE_TIMEOUT_S} s idle timeout?`);
 console.log('--- | ---: | ---');
-for (const { name, closedAfterS } of [used, unused]) {
-  const after = closedAfterS === undefined ? `still open after ${waitS} s` : `${closedAfterS.toFixed(1)} s`;
+for (const { name, closedAfterS } of [used, unused, busy]) {
+  const held = name === busy.name ? `${busyForS.toFixed(0)} s (${busyReviews} reviews)` : `${waitS} s`;
+  const after = closedAfterS === undefined ? `still open after ${held}` : `${closedAfterS.toFixed(1)} s`;
   const early = closedAfterS !== undefined && closedAfterS < API_SERVER_IDLE_TIMEOUT_S;
   console.log(`${name} | ${after} | ${early ? 'yes: a review written then is lost' : 'no'}`);
 }
