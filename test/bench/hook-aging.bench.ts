@@ -186,13 +186,21 @@ async function read(hook: AgedHook, atS: number): Promise<void> {
   });
   if (hasExited(hook.process)) return;
   const pid = hook.process.process.pid as number;
-  const { anonKiB, rssKiB } = memoryOf(pid);
+  let proc: { anonKiB: number; rssKiB: number; sockets: number; cpuSeconds: number };
+  try {
+    proc = { ...memoryOf(pid), sockets: socketsOf(pid), cpuSeconds: cpuSecondsOf(pid) };
+  } catch (error) {
+    // a hook that exited between the check above and /proc is recorded as exited, not the end of the run
+    if (hasExited(hook.process) || (error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw error;
+  }
+  const { anonKiB, rssKiB, sockets, cpuSeconds } = proc;
   hook.readings.push({
     atS,
     anonKiB,
     rssKiB,
-    sockets: socketsOf(pid),
-    cpuSeconds: cpuSecondsOf(pid),
+    sockets,
+    cpuSeconds,
     ...(heap ? { heapUsedMB: heap.heapUsedBytes / 1e6 } : {}),
     ...(heap?.heapTotalBytes === undefined ? {} : { heapTotalMB: heap.heapTotalBytes / 1e6 }),
     ...(heap?.externalBytes === undefined ? {} : { externalMB: heap.externalBytes / 1e6 }),
