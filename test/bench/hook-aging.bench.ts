@@ -4,6 +4,7 @@
  *
  *   npm run bench:hook-aging -- [--minutes 60] [--leases 50] [--every 60] [--json FILE]
  *   npm run bench:hook-aging -- --leases 0,1,10,50
+ *   npm run bench:hook-aging -- --minutes 40 --leases 0,10 --refuse-at 10
  *
  * Each hook (the compiled `leaderhook release`, under `node --trace-gc`) runs
  * as the pod of a leader-for-life operator whose ConfigMap lock it follows,
@@ -27,11 +28,25 @@
  * are read at the end; when each came is the reading whose count rose). At the
  * end it prints them, the slope of RssAnon over the whole run and over its
  * later half (soak-analysis's, with the soak's threshold), and CPU per event.
+ * With `--refuse-at M`, M minutes in, every hook's service account is
+ * deleted: from then on the API server refuses each request (401), as when a
+ * pod's token has expired or its account was removed, and the readings show
+ * what a hook that keeps retrying holds.
  * Refuses to run outside the cluster's network namespace.
  */
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { createFakeNode, createLease, createLock, createNamespace, createPod, deleteNode, sleep, type TestNamespace } from '../integration/releaser/harness.ts';
+import {
+  admin,
+  createFakeNode,
+  createLease,
+  createLock,
+  createNamespace,
+  createPod,
+  deleteNode,
+  sleep,
+  type TestNamespace,
+} from '../integration/releaser/harness.ts';
 import { type HookProcess, startHookProcess } from '../integration/releaser/hook-process.ts';
 import { freePort } from '../peers/webhook/process.ts';
 import { compileLeaderhook, heapAfterMarkCompact } from '../support/compiled-leaderhook.ts';
@@ -49,6 +64,9 @@ const usage = `usage: npm run bench:hook-aging -- [--minutes 60] [--leases 50] [
   --leases LIST other operators' Leases in a hook's namespace, each renewed every 2 s (default 50);
                 a list (0,1,10,50) runs one hook per count, each in a namespace of its own, side by side
   --every S     seconds between readings (default 60)
+  --refuse-at M minutes after ready at which every hook's service account is deleted, so that the
+                API server refuses each request of theirs from then on (401), as when a token has
+                expired or the account was removed; 0 (default) never
   --json FILE   write the readings there (a new file)
 `;
 
@@ -56,8 +74,10 @@ const args = parseBenchArgs(usage, {
   minutes: { default: 60, min: 1 },
   leases: { default: [50], min: 0 },
   every: { default: 60, min: 5 },
+  'refuse-at': { default: 0, min: 0 },
 });
-const { minutes, leases: leaseCounts, every: everySeconds } = args;
+const { minutes, leases: leaseCounts, every: everySeconds, 'refuse-at': refuseAtMinutes } = args;
+if (refuseAtMinutes >= minutes) throw new Error(`--refuse-at ${refuseAtMinutes} must come before the end of the run (--minutes ${minutes})\n${usage}`);
 
 connectTestCluster();
 await refuseLeftovers('bench:hook-aging');
@@ -102,6 +122,8 @@ interface AgingRecord {
   date: string;
   node: string;
   minutes: number;
+  /** Seconds after ready at which the hooks' service accounts were deleted (every request refused from then on); absent when never. */
+  refusedAtS?: number;
   hooks: AgedHookRecord[];
 }
 
@@ -156,6 +178,12 @@ const slopeMiBPerHour = (samples: readonly MemorySample[]): number | undefined =
   const slope = judgedSlope(samples);
   return slope && slope.bytesPerHour / MIB;
 };
+
+/** Deletes the service account the hook of `ns` runs as: the API server refuses its token from then on. */
+async function deleteServiceAccount(ns: TestNamespace): Promise<void> {
+  const kube = await admin();
+  await kube.request({ method: 'DELETE', path: `/api/v1/namespaces/${ns.name}/serviceaccounts/${ns.serviceAccount}` });
+}
 
 /** A namespace of `leaseCount` Lease holders and one leader-for-life operator pod, and its hook started and ready. */
 async function startAgedHook(cli: string, node: string, leaseCount: number, namespaces: TestNamespace[]): Promise<AgedHook> {
@@ -250,8 +278,14 @@ async function run(cli: string, node: string): Promise<AgingRecord> {
 
     const started = performance.now();
     const endAt = started + minutes * 60_000;
+    let refusedAtS: number | undefined;
     for (let round = 0; ; round++) {
       const atS = (performance.now() - started) / 1000;
+      if (refuseAtMinutes > 0 && refusedAtS === undefined && atS >= refuseAtMinutes * 60) {
+        refusedAtS = atS;
+        await Promise.all(namespaces.map((ns) => deleteServiceAccount(ns)));
+        progress(`${(atS / 60).toFixed(0)} min: the hooks' service accounts deleted; every request of theirs is refused from now on`);
+      }
       await Promise.all(hooks.map((hook) => read(hook, atS)));
       if (hooks.every((hook) => hasExited(hook.process))) break;
       if (round % 10 === 0)
@@ -270,6 +304,7 @@ async function run(cli: string, node: string): Promise<AgingRecord> {
       date: new Date().toISOString(),
       node: process.version,
       minutes,
+      ...(refusedAtS === undefined ? {} : { refusedAtS }),
       hooks: hooks.map((hook, i) => recordOf(hook, exitedEarly[i] as boolean)),
     };
   } finally {
@@ -290,6 +325,8 @@ function print(record: AgingRecord): void {
   out(
     `# release hooks beside ${record.hooks.map((h) => h.leases).join(', ')} Leases renewed every ${RENEW_EVERY_MS / 1000} s, ${(spanS / 60).toFixed(0)} min, Node ${record.node}`,
   );
+  if (record.refusedAtS !== undefined)
+    out(`every request of the hooks refused (service accounts deleted) from minute ${(record.refusedAtS / 60).toFixed(0)} on`);
   out('RssAnon MiB (heap in use MB) of each hook:');
   out(`| minute | ${record.hooks.map((h) => leasesText(h.leases)).join(' | ')} |`);
   out(`| ---: | ${record.hooks.map(() => '---:').join(' | ')} |`);
