@@ -31,7 +31,10 @@
  * With `--refuse-at M`, M minutes in, every hook's service account is
  * deleted: from then on the API server refuses each request (401), as when a
  * pod's token has expired or its account was removed, and the readings show
- * what a hook that keeps retrying holds.
+ * what a hook that keeps retrying holds. Last, a full collection is forced in
+ * each hook through its inspector (opened then, on SIGUSR1) and the hook read
+ * once more: what of its growth was garbage V8 had not collected yet, and
+ * what it holds.
  * Refuses to run outside the cluster's network namespace.
  */
 import { randomUUID } from 'node:crypto';
@@ -51,6 +54,7 @@ import { type HookProcess, startHookProcess } from '../integration/releaser/hook
 import { freePort } from '../peers/webhook/process.ts';
 import { compileLeaderhook, heapAfterMarkCompact } from '../support/compiled-leaderhook.ts';
 import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
+import { forceFullCollection } from '../support/full-collection.ts';
 import { cpuSecondsOf, memoryOf, socketsOf } from '../support/process-stats.ts';
 import { parseExposition } from './apiserver-metrics.ts';
 import { parseBenchArgs } from './bench-args.ts';
@@ -114,6 +118,8 @@ interface AgedHookRecord {
   /** Absent, as the later half's, where the readings span under 30 min. */
   anonSlopeMiBPerHour?: number;
   laterHalfAnonSlopeMiBPerHour?: number;
+  /** Read after a full collection forced at the end (through the hook's inspector): what it holds, its garbage gone. */
+  afterFullCollection?: AgingReading;
   exitedEarly: boolean;
 }
 
@@ -132,7 +138,10 @@ interface AgedHook {
   leases: RenewedLease[];
   process: HookProcess;
   metricsPort: number;
+  inspectPort: number;
   readings: AgingReading[];
+  /** Read once more after a full collection forced at the end: what of its memory was garbage not collected yet. */
+  afterFullCollection?: AgingReading;
 }
 
 const hasExited = (hook: HookProcess) => hook.process.exitCode !== null || hook.process.signalCode !== null;
@@ -198,10 +207,12 @@ async function startAgedHook(cli: string, node: string, leaseCount: number, name
   const pod = await createPod(ns.name, 'op-0', node);
   await createLock(ns.name, 'op-lock', { name: 'op-0', uid: pod.metadata?.uid as string });
   const metricsPort = await freePort();
-  const hook = startHookProcess(cli, ns, pod, ['--trace-gc'], { LEADERHOOK_METRICS_PORT: String(metricsPort) });
+  // the inspector opens only at the end, on SIGUSR1, for the full collection
+  const inspectPort = await freePort();
+  const hook = startHookProcess(cli, ns, pod, ['--trace-gc', `--inspect-port=127.0.0.1:${inspectPort}`], { LEADERHOOK_METRICS_PORT: String(metricsPort) });
   await hook.ready;
   progress(`hook ready in ${ns.name} beside ${leaseCount} Leases`);
-  return { leases, process: hook, metricsPort, readings: [] };
+  return { leases, process: hook, metricsPort, inspectPort, readings: [] };
 }
 
 /** Reads one hook now; a hook that has exited is not read. */
@@ -238,6 +249,20 @@ async function read(hook: AgedHook, atS: number): Promise<void> {
   });
 }
 
+/** Forces a full collection in a hook still running and reads it again, apart from its readings; one that fails is said and skipped. */
+async function collectAndRead(hook: AgedHook, atS: number): Promise<void> {
+  if (hasExited(hook.process)) return;
+  try {
+    await forceFullCollection(hook.process.process.pid as number, hook.inspectPort);
+  } catch (error) {
+    progress(`the full collection in the hook beside ${hook.leases.length} Leases failed (${String(error).slice(0, 160)})`);
+    return;
+  }
+  const readings = hook.readings;
+  await read(hook, atS);
+  if (readings.length > 0 && readings.at(-1)?.atS === atS) hook.afterFullCollection = readings.pop();
+}
+
 /** The record of a hook stopped at the end of the run; `exitedEarly` where it had exited before. */
 function recordOf(hook: AgedHook, exitedEarly: boolean): AgedHookRecord {
   const { readings } = hook;
@@ -258,6 +283,7 @@ function recordOf(hook: AgedHook, exitedEarly: boolean): AgedHookRecord {
     heapAfterMajorGcs: heaps,
     ...(anonSlopeMiBPerHour === undefined ? {} : { anonSlopeMiBPerHour }),
     ...(laterHalfAnonSlopeMiBPerHour === undefined ? {} : { laterHalfAnonSlopeMiBPerHour }),
+    ...(hook.afterFullCollection ? { afterFullCollection: hook.afterFullCollection } : {}),
     exitedEarly,
   };
 }
@@ -296,8 +322,9 @@ async function run(cli: string, node: string): Promise<AgingRecord> {
       if (next > endAt) break;
       await sleep(next - performance.now());
     }
-    // stopped before recordOf reads their traces: V8 writes the last lines on exit
     const exitedEarly = hooks.map((hook) => hasExited(hook.process));
+    for (const hook of hooks) await collectAndRead(hook, (performance.now() - started) / 1000);
+    // stopped before recordOf reads their traces: V8 writes the last lines on exit
     await Promise.all(hooks.map((hook) => stopHook(hook.process)));
     return {
       command: `npm run bench:hook-aging -- ${process.argv.slice(2).join(' ')}`.trim(),
@@ -359,6 +386,12 @@ function print(record: AgingRecord): void {
       `V8 heap committed ${mb(first.heapTotalMB)} → ${mb(last.heapTotalMB)} MB, in use ${mb(first.heapUsedMB)} → ${mb(last.heapUsedMB)}, ` +
         `external ${mb(first.externalMB)} → ${mb(last.externalMB)}`,
     );
+    const collected = hook.afterFullCollection;
+    if (collected)
+      out(
+        `after a full collection forced at the end: RssAnon ${mib(last.anonKiB)} → ${mib(collected.anonKiB)} MiB, ` +
+          `heap in use ${mb(last.heapUsedMB)} → ${mb(collected.heapUsedMB)} MB, committed ${mb(last.heapTotalMB)} → ${mb(collected.heapTotalMB)}`,
+      );
     out(
       `heap after each major collection: ${hook.heapAfterMajorGcs.map((h) => `${h.mb} MB ${Number.isNaN(h.atS) ? 'at the end' : `by ${(h.atS / 60).toFixed(0)} min`}`).join(', ') || 'none'}`,
     );
