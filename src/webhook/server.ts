@@ -65,7 +65,8 @@ export interface RunningWebhook {
  * its opening by headersTimeout and requestTimeout, checked every 30 s:
  * with 10 s it closed such a connection 30 s after it opened (measured,
  * bench:webhook-connections). Longer header and request timeouts give a slow
- * client no more than keep-alive already does: a connection held 120 s.
+ * client no more than keep-alive already does: a connection held 120 s
+ * (docs/design.md#what-a-webhook-outage-costs).
  */
 const CONNECTION_KEPT_MS = 120_000;
 
