@@ -93,12 +93,16 @@ async function measure(transport: Transport, watches: number, namespace: string)
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   try {
     const lines = createInterface({ input: child.stdout });
+    let settled = false;
     for await (const line of lines) {
       const said = JSON.parse(line) as { settled?: boolean; error?: string };
       if (said.error) throw new Error(`${transport} with ${watches} watches: ${said.error}`);
-      if (said.settled) break;
+      if (said.settled) {
+        settled = true;
+        break;
+      }
     }
-    if (child.exitCode !== null) throw new Error(`${transport} with ${watches} watches: the process exited (${child.exitCode}) before its watches were open`);
+    if (!settled) throw new Error(`${transport} with ${watches} watches: the process ended its output (exit ${await exited}) before its watches were open`);
     await sleep(options.settle * 1000);
     const memory = memoryOf(child.pid as number);
     const clientSockets = socketsOf(child.pid as number);
