@@ -7,7 +7,7 @@
  * loads only the module its transport needs, since what node:http2 costs a
  * process is part of the answer.
  *
- *   node --expose-gc test/bench/watch-transport-child.ts h1|h2 K NAMESPACE KUBECONFIG
+ *   node --expose-gc test/bench/watch-transport-child.ts h1|h2 K NAMESPACE
  *
  * Prints `{"ready":K}` once every watch has its 200, then collects garbage
  * and prints `{"settled":true}`; any other answer or a failure prints
@@ -16,11 +16,12 @@
 import type { IncomingMessage } from 'node:http';
 import { metadataAccept } from '../../src/kube/client.ts';
 import { type ClusterConfig, kubeconfigConfig } from '../../src/kube/config.ts';
+import { connectTestCluster, kubeconfigPath } from '../support/kube.ts';
 
-const [transport, countText, namespace, kubeconfig] = process.argv.slice(2);
+const [transport, countText, namespace] = process.argv.slice(2);
 const count = Number(countText);
-if ((transport !== 'h1' && transport !== 'h2') || !Number.isInteger(count) || count < 0 || !namespace || !kubeconfig) {
-  console.error('usage: watch-transport-child.ts h1|h2 K NAMESPACE KUBECONFIG');
+if ((transport !== 'h1' && transport !== 'h2') || !Number.isInteger(count) || count < 0 || !namespace) {
+  console.error('usage: watch-transport-child.ts h1|h2 K NAMESPACE');
   process.exit(2);
 }
 
@@ -116,7 +117,9 @@ async function overHttp2(config: ClusterConfig): Promise<void> {
 }
 
 try {
-  const config = await kubeconfigConfig(kubeconfig);
+  // the test cluster's kubeconfig, refused outside its network namespace as every helper that talks to it is
+  connectTestCluster();
+  const config = await kubeconfigConfig(kubeconfigPath);
   await (transport === 'h1' ? overHttp1(config) : overHttp2(config));
 } catch (error) {
   fail(error);

@@ -22,7 +22,7 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { connectTestCluster, createTestNamespace, kubeconfigPath, refuseLeftovers } from '../support/kube.ts';
+import { connectTestCluster, createTestNamespace, refuseLeftovers } from '../support/kube.ts';
 import { memoryOf, socketsOf } from '../support/process-stats.ts';
 import { readBody, sendApiRequest } from '../support/raw-api.ts';
 import { parseExposition } from './apiserver-metrics.ts';
@@ -85,7 +85,7 @@ async function measure(transport: Transport, watches: number, namespace: string)
   const before = await readApiServer();
   const child = spawn(
     process.execPath,
-    ['--expose-gc', new URL('./watch-transport-child.ts', import.meta.url).pathname, transport, String(watches), namespace, kubeconfigPath],
+    ['--expose-gc', new URL('./watch-transport-child.ts', import.meta.url).pathname, transport, String(watches), namespace],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
     },
