@@ -215,26 +215,26 @@ async function startAgedHook(cli: string, node: string, leaseCount: number, name
   return { leases, process: hook, metricsPort, inspectPort, readings: [] };
 }
 
-/** Reads one hook now; a hook that has exited is not read. */
-async function read(hook: AgedHook, atS: number): Promise<void> {
-  if (hasExited(hook.process)) return;
+/** One hook read now; undefined for a hook that has exited. */
+async function readingOf(hook: AgedHook, atS: number): Promise<AgingReading | undefined> {
+  if (hasExited(hook.process)) return undefined;
   const heap = await heapOf(hook.metricsPort).catch((err: unknown) => {
     // one unanswered read is a gap in the heap's column, not the end of an hour's run
     progress(`reading the metrics of the hook beside ${hook.leases.length} Leases failed (${String(err).slice(0, 160)})`);
     return undefined;
   });
-  if (hasExited(hook.process)) return;
+  if (hasExited(hook.process)) return undefined;
   const pid = hook.process.process.pid as number;
   let proc: { anonKiB: number; rssKiB: number; sockets: number; cpuSeconds: number };
   try {
     proc = { ...memoryOf(pid), sockets: socketsOf(pid), cpuSeconds: cpuSecondsOf(pid) };
   } catch (error) {
     // a hook that exited between the check above and /proc is recorded as exited, not the end of the run
-    if (hasExited(hook.process) || (error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    if (hasExited(hook.process) || (error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
   const { anonKiB, rssKiB, sockets, cpuSeconds } = proc;
-  hook.readings.push({
+  return {
     atS,
     anonKiB,
     rssKiB,
@@ -246,7 +246,13 @@ async function read(hook: AgedHook, atS: number): Promise<void> {
     ...(heap ? { watchesDown: heap.watchesDown } : {}),
     renewals: hook.leases.reduce((sum, l) => sum + l.renewed, 0),
     majorGcs: heap?.majorGcs ?? hook.readings.at(-1)?.majorGcs ?? 0,
-  });
+  };
+}
+
+/** Reads one hook now into its readings; a hook that has exited is not read. */
+async function read(hook: AgedHook, atS: number): Promise<void> {
+  const reading = await readingOf(hook, atS);
+  if (reading) hook.readings.push(reading);
 }
 
 /** Forces a full collection in a hook still running and reads it again, apart from its readings; one that fails is said and skipped. */
@@ -258,9 +264,8 @@ async function collectAndRead(hook: AgedHook, atS: number): Promise<void> {
     progress(`the full collection in the hook beside ${hook.leases.length} Leases failed (${String(error).slice(0, 160)})`);
     return;
   }
-  const readings = hook.readings;
-  await read(hook, atS);
-  if (readings.length > 0 && readings.at(-1)?.atS === atS) hook.afterFullCollection = readings.pop();
+  const reading = await readingOf(hook, atS);
+  if (reading) hook.afterFullCollection = reading;
 }
 
 /** The record of a hook stopped at the end of the run; `exitedEarly` where it had exited before. */
