@@ -119,7 +119,7 @@ class Connection {
 const idleText = (ms: number): string => (ms < 10_000 ? `${Math.floor(ms / 1000)} s` : `${Math.floor(ms / 10_000) * 10} s`);
 
 /** One complete response at the start of `data`, or undefined while it is incomplete. */
-function parseResponse(data: Buffer, keepBody: boolean): { status: number; end: number; body: Buffer | undefined } | undefined {
+export function parseResponse(data: Buffer, keepBody: boolean): { status: number; end: number; body: Buffer | undefined } | undefined {
   const headerEnd = data.indexOf(CRLF2);
   if (headerEnd < 0) return undefined;
   const head = data.toString('latin1', 0, headerEnd);

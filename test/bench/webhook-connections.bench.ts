@@ -23,7 +23,7 @@
 import { connect } from 'node:tls';
 import { startTestServer } from '../unit/webhook/support.ts';
 import { parseBenchArgs } from './bench-args.ts';
-import { mutateRequest } from './webhook-client.ts';
+import { mutateRequest, parseResponse } from './webhook-client.ts';
 import { kubebuilderReview } from './webhook-pods.ts';
 
 const usage = `Usage: npm run bench:webhook-connections [-- --wait 160]
@@ -63,30 +63,25 @@ const used: Watched = { name: 'used once, then idle' };
 const unused: Watched = { name: 'opened, no request' };
 let answeredAt = 0;
 let openedAt = 0;
+const request = mutateRequest(kubebuilderReview());
 const usedSocket = await open(used, () => answeredAt);
-await new Promise<void>((resolve, reject) => {
-  usedSocket.once('data', (chunk: Buffer) => {
-    if (!chunk.toString('latin1').startsWith('HTTP/1.1 200')) reject(new Error(`the review was answered ${chunk.toString('latin1').split('\r\n')[0]}`));
-    answeredAt = performance.now();
-    resolve();
-  });
-  usedSocket.write(mutateRequest(kubebuilderReview()));
-});
+const usedStatus = await exchange(usedSocket, request);
+if (usedStatus !== 200) throw new Error(`the review on the used connection was answered ${usedStatus}`);
+answeredAt = performance.now();
 const unusedSocket = await open(unused, () => openedAt);
 openedAt = performance.now();
 
-/** The next whole answer on `socket` (headers and a Content-Length body), after `request` is written. */
-function exchange(socket: ReturnType<typeof connect>, request: Buffer): Promise<string> {
+/** The status of the next whole answer on `socket` (read as the load client reads one), after `request` is written. */
+function exchange(socket: ReturnType<typeof connect>, request: Buffer): Promise<number> {
   return new Promise((resolve, reject) => {
-    let text = '';
+    let received = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
-      text += chunk.toString('latin1');
-      const headEnd = text.indexOf('\r\n\r\n');
-      const length = Number(/\r\ncontent-length:\s*(\d+)/i.exec(text)?.[1] ?? Number.NaN);
-      if (headEnd < 0 || text.length < headEnd + 4 + length) return;
+      received = Buffer.concat([received, chunk]);
+      const answer = parseResponse(received, false);
+      if (answer === undefined) return;
       socket.off('data', onData);
       socket.off('end', onEnd);
-      resolve(text.split('\r\n')[0] ?? '');
+      resolve(answer.status);
     };
     const onEnd = () => {
       socket.off('data', onData);
@@ -104,14 +99,13 @@ let busyOpenedAt = 0;
 const busySocket = await open(busy, () => busyOpenedAt);
 busyOpenedAt = performance.now();
 let busyReviews = 0;
-const request = mutateRequest(kubebuilderReview());
 
 const started = performance.now();
 const waiting = () => (used.closedAfterS === undefined || unused.closedAfterS === undefined) && performance.now() - started < waitS * 1000;
 while (waiting()) {
   if (busy.closedAfterS === undefined) {
     const status = await exchange(busySocket, request).catch((error: Error) => error.message);
-    if (!status.startsWith('HTTP/1.1 200')) throw new Error(`review ${busyReviews + 1} on the busy connection: ${status}`);
+    if (status !== 200) throw new Error(`review ${busyReviews + 1} on the busy connection: ${status}`);
     busyReviews++;
   }
   await new Promise((resolve) => setTimeout(resolve, 100));
