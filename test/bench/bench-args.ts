@@ -1,6 +1,7 @@
 /**
  * The command line of a benchmark whose options are whole numbers (or lists
- * of them, `--leases 0,10,50`) and a `--json FILE` for its record: `--help`
+ * of them, `--leases 0,10,50`), or text passed through as it is (`--node-flags
+ * '--optimize-for-size'`), and a `--json FILE` for its record: `--help`
  * prints the usage and exits; a bad number, a record file that exists or a
  * folder that does not throws, naming the option, before anything is created
  * on the cluster.
@@ -20,7 +21,14 @@ export interface WholeNumberListOption {
   min: number;
 }
 
-type ParsedNumbers<N> = { [P in keyof N]: N[P] extends WholeNumberListOption ? number[] : number };
+/** An option whose value is taken as it is written (a benchmark checks its meaning). */
+export interface TextOption {
+  default: string;
+}
+
+type BenchOption = WholeNumberOption | WholeNumberListOption | TextOption;
+
+type ParsedNumbers<N> = { [P in keyof N]: N[P] extends WholeNumberListOption ? number[] : N[P] extends TextOption ? string : number };
 
 /** `text` (`"0,10,50"`) as whole numbers of at least `min`; throws naming `--flag`, with the usage, for anything else. */
 export function wholeNumberList(flag: string, text: string, min: number, usage: string): number[] {
@@ -29,7 +37,7 @@ export function wholeNumberList(flag: string, text: string, min: number, usage: 
   return numbers;
 }
 
-export function parseBenchArgs<N extends Record<string, WholeNumberOption | WholeNumberListOption>>(
+export function parseBenchArgs<N extends Record<string, BenchOption>>(
   usage: string,
   numbers: N,
   argv: readonly string[] = process.argv.slice(2),
@@ -48,15 +56,19 @@ export function parseBenchArgs<N extends Record<string, WholeNumberOption | Whol
     process.exit(0);
   }
   const given = values as Record<string, string | boolean | undefined>;
-  const parsed = {} as Record<string, number | number[]>;
+  const parsed = {} as Record<string, number | number[] | string>;
   for (const name of names) {
     const text = given[name] as string | undefined;
-    const option = numbers[name] as WholeNumberOption | WholeNumberListOption;
-    if (Array.isArray(option.default)) {
-      parsed[name] = text === undefined ? option.default : wholeNumberList(name, text, option.min, usage);
+    const option = numbers[name] as BenchOption;
+    if (typeof option.default === 'string') {
+      parsed[name] = text ?? option.default;
       continue;
     }
-    const { default: fallback, min } = option;
+    if (Array.isArray(option.default)) {
+      parsed[name] = text === undefined ? option.default : wholeNumberList(name, text, (option as WholeNumberListOption).min, usage);
+      continue;
+    }
+    const { default: fallback, min } = option as WholeNumberOption;
     const n = text === undefined ? fallback : Number(text);
     if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be a whole number of at least ${min}, got ${text}\n${usage}`);
     parsed[name] = n;

@@ -5,6 +5,7 @@
  *   npm run bench:hook-aging -- [--minutes 60] [--leases 50] [--every 60] [--json FILE]
  *   npm run bench:hook-aging -- --leases 0,1,10,50
  *   npm run bench:hook-aging -- --minutes 40 --leases 0,10 --refuse-at 10
+ *   npm run bench:hook-aging -- --leases 0,50 --node-flags=--optimize-for-size
  *
  * Each hook (the compiled `leaderhook release`, under `node --trace-gc`) runs
  * as the pod of a leader-for-life operator whose ConfigMap lock it follows,
@@ -18,6 +19,15 @@
  * by side for the same minutes, so what a Lease followed costs a hook at
  * ready, and whether its growth follows the events or the hours, come from
  * one run.
+ *
+ * Each hook runs in a memory cgroup of its own with the hook container's
+ * default limit (`--memory-limit`), as in its pod: Node reads the limit and
+ * V8 sizes its heap from it (a 259 MB heap limit under 96 MiB, 4 GB on a
+ * machine of 24 GiB without one), so how much garbage a hook lets pile up
+ * before a major collection is the pod's. The cgroup's working set (what the
+ * kubelet counts) is read beside RssAnon. `--node-flags` runs a second hook
+ * per Lease count with those Node/V8 flags on its command, side by side with
+ * the one without, in a namespace of its own beside as many Leases.
  *
  * Each hook serves its metrics (LEADERHOOK_METRICS_PORT, as a pod annotated
  * leaderhook.io/hook-metrics-port has it, and as the soak's hooks run). Every
@@ -55,14 +65,25 @@ import { freePort } from '../peers/webhook/process.ts';
 import { compileLeaderhook, heapAfterMarkCompact } from '../support/compiled-leaderhook.ts';
 import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
 import { forceFullCollection } from '../support/full-collection.ts';
+import { injectionFlags } from '../../src/commands/flags.ts';
 import { cpuSecondsOf, memoryOf, socketsOf } from '../support/process-stats.ts';
 import { parseExposition } from './apiserver-metrics.ts';
 import { parseBenchArgs } from './bench-args.ts';
+import { cgroupDirsOf, readCgroup } from './container-cgroup.ts';
+import { createMemoryCgroup, type MemoryCgroup } from './memory-cgroup.ts';
 import { RENEW_EVERY_MS, type RenewedLease, renewedLease, renewLeases } from './lease-renewer.ts';
 import { judgedSlope, LEAK_THRESHOLD_BYTES_PER_HOUR, laterHalf, type MemorySample } from './soak-analysis.ts';
 import { heapFigures, watchStates } from './soak-samples.ts';
 
-const usage = `usage: npm run bench:hook-aging -- [--minutes 60] [--leases 50] [--every 60] [--json FILE]
+/** The hook container's default memory limit, in MiB: each hook's cgroup has it unless told otherwise. */
+const HOOK_MEMORY_LIMIT_MIB = (() => {
+  const limit = injectionFlags.find((flag) => flag.name === 'hook-memory-limit')?.default ?? '';
+  const mebibytes = /^(\d+)Mi$/.exec(limit)?.[1];
+  if (mebibytes === undefined) throw new Error(`the hook's default memory limit "${limit}" is not a whole number of Mi`);
+  return Number(mebibytes);
+})();
+
+const usage = `usage: npm run bench:hook-aging -- [--minutes 60] [--leases 50] [--every 60] [--memory-limit MiB] [--node-flags=FLAGS] [--json FILE]
 
   --minutes M   how long the hooks run once ready (default 60)
   --leases LIST other operators' Leases in a hook's namespace, each renewed every 2 s (default 50);
@@ -71,6 +92,12 @@ const usage = `usage: npm run bench:hook-aging -- [--minutes 60] [--leases 50] [
   --refuse-at M minutes after ready at which every hook's service account is deleted, so that the
                 API server refuses each request of theirs from then on (401), as when a token has
                 expired or the account was removed; 0 (default) never
+  --memory-limit MiB
+                the memory cgroup limit each hook runs under, as its container's (default ${HOOK_MEMORY_LIMIT_MIB}, the
+                hook's default limit); 0 runs them without a cgroup
+  --node-flags=FLAGS
+                Node/V8 flags (each starting with --) for a second hook per Lease count, beside the one
+                without them; give them after =, as they start with --
   --json FILE   write the readings there (a new file)
 `;
 
@@ -79,8 +106,15 @@ const args = parseBenchArgs(usage, {
   leases: { default: [50], min: 0 },
   every: { default: 60, min: 5 },
   'refuse-at': { default: 0, min: 0 },
+  'memory-limit': { default: HOOK_MEMORY_LIMIT_MIB, min: 0 },
+  'node-flags': { default: '' },
 });
-const { minutes, leases: leaseCounts, every: everySeconds, 'refuse-at': refuseAtMinutes } = args;
+const { minutes, leases: leaseCounts, every: everySeconds, 'refuse-at': refuseAtMinutes, 'memory-limit': memoryLimitMiB } = args;
+const nodeFlags = args['node-flags'].split(/\s+/).filter((flag) => flag !== '');
+const notFlags = nodeFlags.filter((flag) => !flag.startsWith('--'));
+if (notFlags.length > 0) throw new Error(`--node-flags takes Node/V8 flags, each starting with --; got ${notFlags.join(' ')}\n${usage}`);
+/** The flags each Lease count's hooks run with: none, and the ones asked for. */
+const flagVariants: string[][] = nodeFlags.length > 0 ? [[], nodeFlags] : [[]];
 if (refuseAtMinutes >= minutes) throw new Error(`--refuse-at ${refuseAtMinutes} must come before the end of the run (--minutes ${minutes})\n${usage}`);
 
 connectTestCluster();
@@ -100,6 +134,9 @@ interface AgingReading {
   heapTotalMB?: number;
   /** Memory outside the heap that JavaScript objects hold (nodejs_external_memory_bytes: Buffers), in MB. */
   externalMB?: number;
+  /** Its cgroup's working set (usage less inactive file pages, as the kubelet counts it) and anonymous part; absent without a cgroup. */
+  workingSetKiB?: number;
+  cgroupAnonKiB?: number;
   /** Its open sockets: one a watch (and one for its metrics). */
   sockets: number;
   /** Its watches not connected (leaderhook_hook_watch_up 0) by name; absent where the metrics did not answer. */
@@ -112,6 +149,11 @@ interface AgingReading {
 /** One hook's run: the Leases beside it and what it was read at. */
 interface AgedHookRecord {
   leases: number;
+  /** Node/V8 flags on its command beyond the `--trace-gc` and inspector port every hook here has. */
+  nodeFlags: string[];
+  /** The memory cgroup limit it ran under, and the OOM kills there; absent without a cgroup. */
+  memoryLimitMiB?: number;
+  oomKills?: number;
   readings: AgingReading[];
   /** The heap (MB) each major collection left, in order, with when it came (seconds after ready, to the reading). */
   heapAfterMajorGcs: { atS: number; mb: number }[];
@@ -136,6 +178,8 @@ interface AgingRecord {
 /** A hook this run started, in its namespace beside its Leases. */
 interface AgedHook {
   leases: RenewedLease[];
+  nodeFlags: string[];
+  cgroup?: MemoryCgroup;
   process: HookProcess;
   metricsPort: number;
   inspectPort: number;
@@ -194,8 +238,8 @@ async function deleteServiceAccount(ns: TestNamespace): Promise<void> {
   await kube.request({ method: 'DELETE', path: `/api/v1/namespaces/${ns.name}/serviceaccounts/${ns.serviceAccount}` });
 }
 
-/** A namespace of `leaseCount` Lease holders and one leader-for-life operator pod, and its hook started and ready. */
-async function startAgedHook(cli: string, node: string, leaseCount: number, namespaces: TestNamespace[]): Promise<AgedHook> {
+/** A namespace of `leaseCount` Lease holders and one leader-for-life operator pod, and its hook started with `flags` and ready. */
+async function startAgedHook(cli: string, node: string, leaseCount: number, flags: string[], namespaces: TestNamespace[], hooks: AgedHook[]): Promise<void> {
   // the hooks' token must outlast the run: after it expires every request of theirs is refused, and their watches stop
   const ns = await createNamespace(`lh-aging-${leaseCount}`, undefined, { tokenSeconds: (minutes + 60) * 60 });
   namespaces.push(ns);
@@ -209,11 +253,23 @@ async function startAgedHook(cli: string, node: string, leaseCount: number, name
   const metricsPort = await freePort();
   // the inspector opens only at the end, on SIGUSR1, for the full collection
   const inspectPort = await freePort();
-  const hook = startHookProcess(cli, ns, pod, ['--trace-gc', `--inspect-port=127.0.0.1:${inspectPort}`], { LEADERHOOK_METRICS_PORT: String(metricsPort) });
+  const cgroup = memoryLimitMiB > 0 ? createMemoryCgroup(`leaderhook-aging-${ns.name}`, memoryLimitMiB) : undefined;
+  const hook = startHookProcess(
+    cli,
+    ns,
+    pod,
+    ['--trace-gc', `--inspect-port=127.0.0.1:${inspectPort}`, ...flags],
+    { LEADERHOOK_METRICS_PORT: String(metricsPort) },
+    cgroup?.wrap,
+  );
+  // in the list before it is ready, so that the run's end stops it and removes its cgroup whatever happens next
+  hooks.push({ leases, nodeFlags: flags, ...(cgroup ? { cgroup } : {}), process: hook, metricsPort, inspectPort, readings: [] });
   await hook.ready;
-  progress(`hook ready in ${ns.name} beside ${leaseCount} Leases`);
-  return { leases, process: hook, metricsPort, inspectPort, readings: [] };
+  progress(`hook ready in ${ns.name} beside ${leaseCount} Leases${flags.length > 0 ? ` with ${flags.join(' ')}` : ''}`);
 }
+
+/** The hook beside its Leases, and its flags where it has some: how the output names it. */
+const hookName = (leases: number, flags: readonly string[]) => `${leasesText(leases)}${flags.length > 0 ? ` ${flags.join(' ')}` : ''}`;
 
 /** One hook read now; undefined for a hook that has exited. */
 async function readingOf(hook: AgedHook, atS: number): Promise<AgingReading | undefined> {
@@ -225,19 +281,24 @@ async function readingOf(hook: AgedHook, atS: number): Promise<AgingReading | un
   });
   if (hasExited(hook.process)) return undefined;
   const pid = hook.process.process.pid as number;
-  let proc: { anonKiB: number; rssKiB: number; sockets: number; cpuSeconds: number };
+  let proc: { anonKiB: number; rssKiB: number; sockets: number; cpuSeconds: number; workingSetKiB?: number; cgroupAnonKiB?: number };
   try {
     proc = { ...memoryOf(pid), sockets: socketsOf(pid), cpuSeconds: cpuSecondsOf(pid) };
+    if (hook.cgroup) {
+      const charged = readCgroup(cgroupDirsOf(pid));
+      proc = { ...proc, workingSetKiB: charged.workingSetBytes / 1024, cgroupAnonKiB: charged.anonBytes / 1024 };
+    }
   } catch (error) {
     // a hook that exited between the check above and /proc is recorded as exited, not the end of the run
     if (hasExited(hook.process) || (error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  const { anonKiB, rssKiB, sockets, cpuSeconds } = proc;
+  const { anonKiB, rssKiB, sockets, cpuSeconds, workingSetKiB, cgroupAnonKiB } = proc;
   return {
     atS,
     anonKiB,
     rssKiB,
+    ...(workingSetKiB === undefined ? {} : { workingSetKiB, cgroupAnonKiB }),
     sockets,
     cpuSeconds,
     ...(heap ? { heapUsedMB: heap.heapUsedBytes / 1e6 } : {}),
@@ -284,6 +345,8 @@ function recordOf(hook: AgedHook, exitedEarly: boolean): AgedHookRecord {
   const laterHalfAnonSlopeMiBPerHour = slopeMiBPerHour(laterHalf(samples));
   return {
     leases: hook.leases.length,
+    nodeFlags: hook.nodeFlags,
+    ...(hook.cgroup ? { memoryLimitMiB, oomKills: hook.cgroup.oomKills() } : {}),
     readings,
     heapAfterMajorGcs: heaps,
     ...(anonSlopeMiBPerHour === undefined ? {} : { anonSlopeMiBPerHour }),
@@ -299,7 +362,7 @@ async function run(cli: string, node: string): Promise<AgingRecord> {
   const renewing = new AbortController();
   let renewer: Promise<void> = Promise.resolve();
   try {
-    for (const leaseCount of leaseCounts) hooks.push(await startAgedHook(cli, node, leaseCount, namespaces));
+    for (const leaseCount of leaseCounts) for (const flags of flagVariants) await startAgedHook(cli, node, leaseCount, flags, namespaces, hooks);
     renewer = renewLeases(
       hooks.flatMap((hook) => hook.leases),
       renewing.signal,
@@ -321,7 +384,7 @@ async function run(cli: string, node: string): Promise<AgingRecord> {
       if (hooks.every((hook) => hasExited(hook.process))) break;
       if (round % 10 === 0)
         progress(
-          `${(atS / 60).toFixed(0)} min: RssAnon ${hooks.map((h) => `${((h.readings.at(-1)?.anonKiB ?? Number.NaN) / 1024).toFixed(1)} MiB beside ${h.leases.length}`).join(', ')}`,
+          `${(atS / 60).toFixed(0)} min: RssAnon ${hooks.map((h) => `${((h.readings.at(-1)?.anonKiB ?? Number.NaN) / 1024).toFixed(1)} MiB beside ${hookName(h.leases.length, h.nodeFlags)}`).join(', ')}`,
         );
       const next = started + (round + 1) * everySeconds * 1000;
       if (next > endAt) break;
@@ -343,6 +406,7 @@ async function run(cli: string, node: string): Promise<AgingRecord> {
     renewing.abort();
     await renewer;
     await Promise.all(hooks.map((hook) => stopHook(hook.process, 0)));
+    for (const hook of hooks) hook.cgroup?.remove();
     for (const ns of namespaces) await ns.cleanup();
   }
 }
@@ -355,12 +419,18 @@ function print(record: AgingRecord): void {
   const out = (line: string) => process.stdout.write(`${line}\n`);
   const spanS = Math.max(...record.hooks.map((h) => h.readings.at(-1)?.atS ?? 0));
   out(
-    `# release hooks beside ${record.hooks.map((h) => h.leases).join(', ')} Leases renewed every ${RENEW_EVERY_MS / 1000} s, ${(spanS / 60).toFixed(0)} min, Node ${record.node}`,
+    `# release hooks beside ${[...new Set(record.hooks.map((h) => h.leases))].join(', ')} Leases renewed every ${RENEW_EVERY_MS / 1000} s, ${(spanS / 60).toFixed(0)} min, Node ${record.node}`,
+  );
+  const limit = record.hooks[0]?.memoryLimitMiB;
+  out(
+    limit === undefined
+      ? 'each hook without a memory cgroup (V8 sizes its heap for the machine)'
+      : `each hook in a memory cgroup of its own, limit ${limit} MiB`,
   );
   if (record.refusedAtS !== undefined)
     out(`every request of the hooks refused (service accounts deleted) from minute ${(record.refusedAtS / 60).toFixed(0)} on`);
   out('RssAnon MiB (heap in use MB) of each hook:');
-  out(`| minute | ${record.hooks.map((h) => leasesText(h.leases)).join(' | ')} |`);
+  out(`| minute | ${record.hooks.map((h) => hookName(h.leases, h.nodeFlags)).join(' | ')} |`);
   out(`| ---: | ${record.hooks.map(() => '---:').join(' | ')} |`);
   const rounds = Math.max(...record.hooks.map((h) => h.readings.length));
   const step = Math.max(1, Math.round(rounds / 20));
@@ -380,13 +450,20 @@ function print(record: AgingRecord): void {
     const hookSpanS = last.atS - first.atS;
     const anons = hook.readings.map((r) => r.anonKiB);
     const cpuMs = (last.cpuSeconds - first.cpuSeconds) * 1000;
-    out(`## beside ${leasesText(hook.leases)}`);
+    out(`## beside ${hookName(hook.leases, hook.nodeFlags)}`);
     out(
       `RssAnon ${mib(first.anonKiB)} → ${mib(last.anonKiB)} MiB (min ${mib(Math.min(...anons))}, max ${mib(Math.max(...anons))}), VmRSS ${mib(first.rssKiB)} → ${mib(last.rssKiB)}, ${first.sockets} → ${last.sockets} sockets; ` +
         `slope ${slopeText(hook.anonSlopeMiBPerHour)} over the run, ${slopeText(hook.laterHalfAnonSlopeMiBPerHour)} over its later half ` +
         `(a leak above ${LEAK_THRESHOLD_BYTES_PER_HOUR / MIB} MiB/h)`,
     );
     const mb = (v: number | undefined) => v?.toFixed(1) ?? '-';
+    if (first.workingSetKiB !== undefined) {
+      const sets = hook.readings.map((r) => r.workingSetKiB ?? Number.NaN);
+      out(
+        `cgroup working set ${mib(first.workingSetKiB)} → ${mib(last.workingSetKiB)} MiB (max ${mib(Math.max(...sets))}), of it anonymous ${mib(first.cgroupAnonKiB)} → ${mib(last.cgroupAnonKiB)}; ` +
+          `${hook.oomKills ?? 0} OOM kills under ${hook.memoryLimitMiB} MiB`,
+      );
+    }
     out(
       `V8 heap committed ${mb(first.heapTotalMB)} → ${mb(last.heapTotalMB)} MB, in use ${mb(first.heapUsedMB)} → ${mb(last.heapUsedMB)}, ` +
         `external ${mb(first.externalMB)} → ${mb(last.externalMB)}`,
@@ -395,6 +472,7 @@ function print(record: AgingRecord): void {
     if (collected)
       out(
         `after a full collection forced at the end: RssAnon ${mib(last.anonKiB)} → ${mib(collected.anonKiB)} MiB, ` +
+          (collected.workingSetKiB === undefined ? '' : `working set ${mib(last.workingSetKiB)} → ${mib(collected.workingSetKiB)} MiB, `) +
           `heap in use ${mb(last.heapUsedMB)} → ${mb(collected.heapUsedMB)} MB, committed ${mb(last.heapTotalMB)} → ${mb(collected.heapTotalMB)}`,
       );
     out(
@@ -411,7 +489,8 @@ function print(record: AgingRecord): void {
       );
     if (hook.exitedEarly) out('THIS HOOK EXITED BEFORE THE END: see its log above');
   }
-  const byLeases = [...record.hooks].sort((a, b) => a.leases - b.leases);
+  // a Lease's cost is read between hooks of the same command
+  const byLeases = record.hooks.filter((hook) => hook.nodeFlags.length === 0).sort((a, b) => a.leases - b.leases);
   const fewest = byLeases[0] as AgedHookRecord;
   const most = byLeases.at(-1) as AgedHookRecord;
   if (most.leases > fewest.leases) {

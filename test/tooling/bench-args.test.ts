@@ -43,6 +43,18 @@ describe('parseBenchArgs', () => {
     assert.throws(() => parseList(['--leases', '0,10', '--minutes', '0,10']), /--minutes must be a whole number of at least 1, got 0,10/);
   });
 
+  it('takes a text option as it is written, flags included when given with =', () => {
+    const withText = { 'node-flags': { default: '' }, minutes: { default: 60, min: 1 } };
+    const parseText = (argv: string[]) => parseBenchArgs('USAGE', withText, argv);
+    assert.deepEqual(parseText([]), { 'node-flags': '', minutes: 60 });
+    assert.deepEqual(parseText(['--node-flags=--optimize-for-size --max-semi-space-size=1']), {
+      'node-flags': '--optimize-for-size --max-semi-space-size=1',
+      minutes: 60,
+    });
+    // a value that looks like an option, given apart, is refused rather than taken for the option it looks like
+    assert.throws(() => parseText(['--node-flags', '--optimize-for-size']), /ambiguous/);
+  });
+
   it('refuses an unknown option', () => {
     assert.throws(() => parse(['--replica', '3']), /Unknown option '--replica'/);
   });

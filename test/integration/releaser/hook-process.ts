@@ -21,11 +21,20 @@ export interface HookProcess {
 
 /**
  * Starts `leaderhook release` (the compiled `cli`) as pod `pod` of `ns`; `nodeArgs` go before the script, as on the container command;
- * `env` adds to the downward-API variables (LEADERHOOK_METRICS_PORT, as the injector sets it).
+ * `env` adds to the downward-API variables (LEADERHOOK_METRICS_PORT, as the injector sets it); `wrap` puts the command in
+ * another that execs it (a memory cgroup's, so the PID stays the hook's).
  */
-export function startHookProcess(cli: string, ns: TestNamespace, pod: Pod, nodeArgs: string[] = [], env: Record<string, string> = {}): HookProcess {
+export function startHookProcess(
+  cli: string,
+  ns: TestNamespace,
+  pod: Pod,
+  nodeArgs: string[] = [],
+  env: Record<string, string> = {},
+  wrap: (argv: string[]) => string[] = (argv) => argv,
+): HookProcess {
   const started = performance.now();
-  const child = spawn(process.execPath, [...nodeArgs, cli, 'release'], {
+  const [command, ...args] = wrap([process.execPath, ...nodeArgs, cli, 'release']) as [string, ...string[]];
+  const child = spawn(command, args, {
     env: {
       PATH: process.env.PATH,
       POD_NAME: pod.metadata?.name,
