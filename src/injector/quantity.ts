@@ -39,3 +39,9 @@ export function sameQuantity(a: string, b: string): boolean {
 export function positiveQuantity(value: string): boolean {
   return (exact(value)?.numerator ?? 0n) > 0n;
 }
+
+/** A quantity as a number of its unit (bytes for memory: "96Mi" is 100663296); undefined when it is not a quantity. */
+export function quantityValue(value: string): number | undefined {
+  const fraction = exact(value);
+  return fraction && Number(fraction.numerator) / Number(fraction.denominator);
+}

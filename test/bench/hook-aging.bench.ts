@@ -66,6 +66,7 @@ import { compileLeaderhook, heapAfterMarkCompact } from '../support/compiled-lea
 import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
 import { forceFullCollection } from '../support/full-collection.ts';
 import { injectionFlags } from '../../src/commands/flags.ts';
+import { quantityValue } from '../../src/injector/quantity.ts';
 import { cpuSecondsOf, memoryOf, socketsOf } from '../support/process-stats.ts';
 import { parseExposition } from './apiserver-metrics.ts';
 import { parseBenchArgs } from './bench-args.ts';
@@ -78,9 +79,9 @@ import { heapFigures, watchStates } from './soak-samples.ts';
 /** The hook container's default memory limit, in MiB: each hook's cgroup has it unless told otherwise. */
 const HOOK_MEMORY_LIMIT_MIB = (() => {
   const limit = injectionFlags.find((flag) => flag.name === 'hook-memory-limit')?.default ?? '';
-  const mebibytes = /^(\d+)Mi$/.exec(limit)?.[1];
-  if (mebibytes === undefined) throw new Error(`the hook's default memory limit "${limit}" is not a whole number of Mi`);
-  return Number(mebibytes);
+  const bytes = quantityValue(limit);
+  if (bytes === undefined) throw new Error(`the hook's default memory limit "${limit}" is not a quantity`);
+  return Math.ceil(bytes / 2 ** 20);
 })();
 
 const usage = `usage: npm run bench:hook-aging -- [--minutes 60] [--leases 50] [--every 60] [--memory-limit MiB] [--node-flags=FLAGS] [--json FILE]

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Container } from '@kubernetes/client-node';
 import { hasGuaranteedResources, isGuaranteed } from '../../../src/injector/qos.ts';
-import { positiveQuantity, sameQuantity } from '../../../src/injector/quantity.ts';
+import { positiveQuantity, quantityValue, sameQuantity } from '../../../src/injector/quantity.ts';
 
 test('the same amount written differently is the same quantity', () => {
   for (const [a, b] of [
@@ -44,6 +44,14 @@ test('different amounts, and what is not a quantity, are not the same', () => {
 });
 
 const container = (resources: V1Container['resources']): V1Container => ({ name: 'c', image: 'i', ...(resources ? { resources } : {}) });
+
+test('a quantity as a number of its unit, and none for what is not a quantity', () => {
+  assert.equal(quantityValue('96Mi'), 96 * 2 ** 20);
+  assert.equal(quantityValue('100m'), 0.1);
+  assert.equal(quantityValue('1.5Gi'), 1.5 * 2 ** 30);
+  assert.equal(quantityValue('2e3'), 2000);
+  for (const bad of ['', '96 Mi', '-1', 'Mi', '1.Gi']) assert.equal(quantityValue(bad), undefined, bad);
+});
 
 test('Guaranteed: both limits set and every request equal to its limit or left out', () => {
   assert.ok(hasGuaranteedResources({ limits: { cpu: '1', memory: '1Gi' } }));
