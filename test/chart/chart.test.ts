@@ -162,7 +162,7 @@ describe('charts/leaderhook', () => {
     ]);
     const config = find<V1MutatingWebhookConfiguration>(objects, 'MutatingWebhookConfiguration');
     assertPodEntries(config, 'platform');
-    assert.equal(config.metadata?.annotations?.['cert-manager.io/inject-ca-from'], 'platform/acme-leaderhook-ca');
+    assert.equal(config.metadata?.annotations?.['cert-manager.io/inject-ca-from'], 'platform/acme-leaderhook-webhook');
     for (const entry of config.webhooks ?? [])
       assert.deepEqual(entry.clientConfig.service, { name: 'acme-leaderhook-webhook', namespace: 'platform', path: '/mutate', port: 443 });
     const serving = objects.find((o) => o.kind === 'Certificate' && o.metadata.name === 'acme-leaderhook-webhook') as unknown as {

@@ -8,15 +8,15 @@
  * new key too). The new pair reaches the webhook's Secret volume when the
  * kubelet next syncs the pod (its sync period, a minute by default), and the
  * webhook swaps it in (src/webhook/tls.ts). Each replica is asked which
- * certificate it serves by a TLS handshake verified against the CA of
- * deploy/certificates.yaml, as the API server verifies it.
+ * certificate it serves by a TLS handshake verified against the caBundle of
+ * the webhook registration, as the API server verifies it.
  */
 import { X509Certificate } from 'node:crypto';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { LogTail, webhookCallErrors } from './apiserver-log.ts';
-import { clusterStateDir, core } from './kube.ts';
+import { admissionRegistration, clusterStateDir, core } from './kube.ts';
 import { kubectl } from './leaderhook.ts';
 import { type PodCreateLoadResult, startPodCreateLoad } from './pod-create-load.ts';
 import { waitFor } from './wait.ts';
@@ -25,6 +25,7 @@ const NAMESPACE = 'leaderhook-system';
 const CERTIFICATE = 'leaderhook-webhook';
 const SERVING_SECRET = 'leaderhook-webhook-tls';
 const CA_SECRET = 'leaderhook-ca';
+const REGISTRATION = 'leaderhook';
 /** A name the serving certificate carries (deploy/certificates.yaml), as the API server asks for it. */
 const SERVER_NAME = 'leaderhook-webhook.leaderhook-system.svc';
 const WEBHOOK_PORT = 8443;
@@ -35,21 +36,35 @@ export interface WebhookReplica {
   restarts: number;
 }
 
-async function secretData(name: string, key: string): Promise<Buffer> {
-  const secret = await core.readNamespacedSecret({ name, namespace: NAMESPACE });
+async function secretData(name: string, key: string, namespace = NAMESPACE): Promise<Buffer> {
+  const secret = await core.readNamespacedSecret({ name, namespace });
   const value = secret.data?.[key];
-  if (!value) throw new Error(`Secret ${NAMESPACE}/${name} has no ${key}`);
+  if (!value) throw new Error(`Secret ${namespace}/${name} has no ${key}`);
   return Buffer.from(value, 'base64');
 }
 
-/** The serial number of the certificate in the serving Secret now. */
-export async function issuedSerial(): Promise<string> {
-  return new X509Certificate(await secretData(SERVING_SECRET, 'tls.crt')).serialNumber;
+/** The serving certificate in the Secret now: the leaf, then the CA cert-manager signed it with (ca.crt). */
+export async function issuedCertificate(namespace = NAMESPACE): Promise<{ certificate: X509Certificate; ca: X509Certificate }> {
+  const [crt, ca] = await Promise.all([secretData(SERVING_SECRET, 'tls.crt', namespace), secretData(SERVING_SECRET, 'ca.crt', namespace)]);
+  return { certificate: new X509Certificate(crt), ca: new X509Certificate(ca) };
 }
 
-/** The CA the API server trusts (cainjector copies it into the webhook configuration). */
-export async function trustedCa(): Promise<Buffer> {
-  return secretData(CA_SECRET, 'ca.crt');
+/** The serial number of the certificate in the serving Secret now. */
+export async function issuedSerial(namespace = NAMESPACE): Promise<string> {
+  return (await issuedCertificate(namespace)).certificate.serialNumber;
+}
+
+/** The CA certificate in the CA's own Secret: what the CA issuer signs with now. */
+export async function issuingCa(namespace = NAMESPACE): Promise<X509Certificate> {
+  return new X509Certificate(await secretData(CA_SECRET, 'tls.crt', namespace));
+}
+
+/** The CA the API server trusts: the caBundle cainjector copied into the webhook registration. */
+export async function trustedCa(registration = REGISTRATION): Promise<Buffer> {
+  const config = await admissionRegistration.readMutatingWebhookConfiguration({ name: registration });
+  const bundle = config.webhooks?.[0]?.clientConfig.caBundle;
+  if (!bundle) throw new Error(`MutatingWebhookConfiguration ${registration} has no caBundle`);
+  return Buffer.from(bundle, 'base64');
 }
 
 /** The webhook's running replicas, with their pod IPs. */
@@ -111,8 +126,8 @@ interface CertificateStatus {
   ready: boolean;
 }
 
-function certificateStatus(): CertificateStatus {
-  const crt = JSON.parse(kubectl(['-n', NAMESPACE, 'get', 'certificate', CERTIFICATE, '-o', 'json'])) as {
+function certificateStatus(namespace: string): CertificateStatus {
+  const crt = JSON.parse(kubectl(['-n', namespace, 'get', 'certificate', CERTIFICATE, '-o', 'json'])) as {
     metadata: { generation: number };
     status?: { conditions?: { type: string; status: string }[] };
   };
@@ -124,11 +139,11 @@ function certificateStatus(): CertificateStatus {
  * Forces one renewal and waits until the Secret holds a certificate with a
  * serial other than `before`; returns the new serial.
  */
-export async function renewServingCertificate(before: string, timeoutMs = 60_000): Promise<string> {
+export async function renewServingCertificate(before: string, timeoutMs = 60_000, namespace = NAMESPACE): Promise<string> {
   const settled = await waitFor(
     'the serving Certificate to be Ready and not issuing',
     async () => {
-      const status = certificateStatus();
+      const status = certificateStatus(namespace);
       return status.ready && !status.issuing ? status : undefined;
     },
     timeoutMs,
@@ -144,7 +159,7 @@ export async function renewServingCertificate(before: string, timeoutMs = 60_000
   };
   kubectl([
     '-n',
-    NAMESPACE,
+    namespace,
     'patch',
     'certificate',
     CERTIFICATE,
@@ -156,7 +171,7 @@ export async function renewServingCertificate(before: string, timeoutMs = 60_000
   return waitFor(
     `cert-manager to issue a certificate other than serial ${before}`,
     async () => {
-      const serial = await issuedSerial();
+      const serial = await issuedSerial(namespace);
       return serial !== before ? serial : undefined;
     },
     timeoutMs,

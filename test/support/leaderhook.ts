@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import type { V1Deployment, V1Pod, V1PodTemplateSpec, V1RoleBinding } from '@kubernetes/client-node';
+import { verifyServingCertificate } from '../../src/check/certificate.ts';
 import { injectPod } from '../../src/injector/index.ts';
 import { goldenSettings } from './injection-settings.ts';
 import { parseAllDocuments } from 'yaml';
@@ -135,6 +136,24 @@ async function waitUntilInjecting(): Promise<void> {
 }
 
 /**
+ * What the API server would refuse in the serving certificate of deploy/'s
+ * Secret, given each entry's caBundle (the check command's verdict); none once
+ * cainjector has copied the CA that signed it.
+ */
+async function caBundleRefusals(): Promise<string[]> {
+  const config = await admissionRegistration.readMutatingWebhookConfiguration({ name: 'leaderhook' });
+  const secret = await core.readNamespacedSecret({ name: 'leaderhook-webhook-tls', namespace: NAMESPACE });
+  const chain = Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64').toString('utf8');
+  const entries = config.webhooks ?? [];
+  if (entries.length === 0) return ['the registration has no entries'];
+  return entries.flatMap((entry) => {
+    const caBundle = Buffer.from(entry.clientConfig.caBundle ?? '', 'base64').toString('utf8');
+    const { problems } = verifyServingCertificate({ caBundle, chain, dnsName: `leaderhook-webhook.${NAMESPACE}.svc`, now: new Date() });
+    return problems.map((problem) => `${entry.name}: ${problem}`);
+  });
+}
+
+/**
  * deploy/ rendered the way a user sets the image: an overlay with `images:`
  * and the pull policy. deploy/'s replacements must carry both into the hook
  * image the webhook injects; nothing here sets the hook's image directly.
@@ -222,14 +241,17 @@ export async function installLeaderhook({ debugLog = true, image = leaderhookIma
       120_000,
     );
     kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(objects.find((o) => o.kind === 'MutatingWebhookConfiguration')));
+    let refused: string[] = [];
     await waitFor(
-      "cert-manager's cainjector to fill the caBundle of every webhook entry",
+      "cert-manager's cainjector to fill every webhook entry's caBundle with the CA that signed the serving certificate",
       async () => {
-        const config = await admissionRegistration.readMutatingWebhookConfiguration({ name: 'leaderhook' });
-        return (config.webhooks ?? []).length > 0 && (config.webhooks ?? []).every((w) => (w.clientConfig.caBundle ?? '') !== '');
+        refused = await caBundleRefusals();
+        return refused.length === 0;
       },
       60_000,
-    );
+    ).catch((error) => {
+      throw new Error(`${(error as Error).message}: ${refused.join('; ')}`, { cause: error });
+    });
     await waitUntilInjecting();
   } catch (error) {
     throw new Error(`installing leaderhook (cert-manager logs: ${certManagerLogs}): ${(error as Error).message}`, { cause: error });
