@@ -18,18 +18,21 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 node="$repo/node_modules/.bin/node"
 log_dir="$(mktemp -d)"
-passed=0 failed=0 status=0
+passed=0 failed=0 cancelled=0 status=0
 
 step_start=0
 step() { step_start=$(date +%s); printf '\n=== %s\n' "$*"; }
 step_done() { printf '=== done in %ss\n' "$(($(date +%s) - step_start))"; }
 
-# count FILE: add node's test runner summary in FILE to the totals.
+# count FILE: add node's test runner summary in FILE to the totals. A test
+# cancelled (its suite's hook failed, or a timeout) fails the run as a failed
+# one does, so it is counted apart rather than hidden.
 count() {
-	local p f
+	local p f c
 	p=$(grep -E '^ℹ pass [0-9]+' "$1" | awk '{s+=$3} END {print s+0}')
 	f=$(grep -E '^ℹ fail [0-9]+' "$1" | awk '{s+=$3} END {print s+0}')
-	passed=$((passed + p)) failed=$((failed + f))
+	c=$(grep -E '^ℹ cancelled [0-9]+' "$1" | awk '{s+=$3} END {print s+0}')
+	passed=$((passed + p)) failed=$((failed + f)) cancelled=$((cancelled + c))
 }
 
 run_tests() { # run_tests NAME [PREFIX...] -- FILES...
@@ -145,5 +148,5 @@ fi
 
 rm -rf "$log_dir"
 echo
-echo "tests: $passed passed, $failed failed"
+echo "tests: $passed passed, $failed failed, $cancelled cancelled"
 exit $status
