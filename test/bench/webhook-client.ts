@@ -21,10 +21,10 @@ export interface Target {
 const CRLF2 = Buffer.from('\r\n\r\n');
 
 /**
- * A connection idle this long is closed rather than used again, as the API
- * server's transport closes a webhook connection (its idle timeout, 90 s)
- * before the webhook's keep-alive does (120 s): a client that reused one
- * idle longer would race the server closing it, and lose the request.
+ * A connection idle this long is closed, as the API server's transport closes
+ * a webhook connection (its idle timeout, 90 s) before the webhook's
+ * keep-alive does (120 s): a client that reused one idle longer would race the
+ * server closing it, and lose the request.
  */
 export const CLIENT_IDLE_TIMEOUT_MS = 90_000;
 
@@ -110,6 +110,8 @@ class Connection {
     this.#pending = this.#pending.subarray(parsed.end);
     const done = this.#done;
     this.#done = undefined;
+    // answered: a close from now on fails no request (the server closing an idle connection)
+    this.#failed = undefined;
     this.#idleSince = performance.now();
     done?.(parsed.status, parsed.body);
   }
@@ -289,6 +291,15 @@ export async function openLoop(
   const cpu = process.cpuUsage();
   const started = performance.now();
 
+  // Idle connections are closed by a timer, as Go's transport closes them,
+  // not only when one is taken for a request: the pool's last ones, seldom
+  // taken, would otherwise stay open until the server closed them.
+  const sweep = setInterval(
+    () => {
+      for (const connection of idle) if (!connection.closed && connection.idleMs >= idleTimeoutMs) connection.close();
+    },
+    Math.min(1000, idleTimeoutMs / 4),
+  );
   let drained: () => void = () => {};
   const send = (connection: Connection, dueAt: number) => {
     inFlight += 1;
@@ -350,6 +361,7 @@ export async function openLoop(
   const end = started + seconds * 1000;
   while (queueHead < queue.length && performance.now() < end) await new Promise((resolve) => setTimeout(resolve, 5));
   stopped = true;
+  clearInterval(sweep);
   const stoppedAt = performance.now();
   const unsent = queue.length - queueHead;
   const unsentLatencyMs = unsent > 0 ? stoppedAt - queue[queueHead]! : 0;

@@ -31,14 +31,20 @@ async function delayingServer(options: ServerOptions, delayMs: (sinceStartMs: nu
     req.resume();
     req.on('end', () => setTimeout(() => res.end('{}'), delay));
   });
-  server.on('secureConnection', () => {
+  let onClose = () => {};
+  server.on('secureConnection', (socket) => {
     connections += 1;
+    socket.on('close', () => onClose());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     target: { port: (server.address() as { port: number }).port, ca: readFileSync(join(dir, 'ca.crt')) },
     get connections() {
       return connections;
+    },
+    /** Called when a connection closes, whichever side closed it. */
+    set onClose(callback: () => void) {
+      onClose = callback;
     },
     startLoad() {
       started = performance.now();
@@ -138,4 +144,38 @@ test('an open loop replaces a connection a request failed on, so the pool does n
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   }
+});
+
+test('a connection the server closes while idle, after its last answer, fails no request', async () => {
+  await ensureDevCertificates(dir, pino({ level: 'silent' }), ['127.0.0.1']);
+  const server = createServer({ cert: readFileSync(join(dir, 'tls.crt')), key: readFileSync(join(dir, 'tls.key')) }, (req, res) => {
+    req.resume();
+    // answered, then closed 50 ms later as a keep-alive timeout closes it: before the next request is due
+    req.on('end', () => res.end('{}', () => setTimeout(() => req.socket.destroy(), 50)));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (server.address() as { port: number }).port;
+    // one request every 200 ms on a pool of one: each finds its connection closed and opens another
+    const load = await openLoop({ port, ca: readFileSync(join(dir, 'ca.crt')) }, mutateRequest(Buffer.from('{}')), 5, 1.2, 1);
+    assert.deepEqual(load.failures, {}, 'an idle close counted as a failed request');
+    assert.equal(load.count, 6, 'every request due was answered');
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test('an open loop closes its idle connections by a timer, also those no request takes', async (t) => {
+  const server = await delayingServer({ keepAliveTimeout: 60_000 }, () => 0);
+  const closedAt: number[] = [];
+  const started = performance.now();
+  t.after(() => server.close());
+  server.startLoad();
+  server.onClose = () => closedAt.push(performance.now() - started);
+  // one request at a time: the connection last answered is taken again and the pool's other 7 are never taken
+  const load = await openLoop(server.target, mutateRequest(Buffer.from('{}')), 10, 2.5, 8, { idleTimeoutMs: 500 });
+  assert.equal(load.count, 25);
+  const beforeEnd = closedAt.filter((at) => at < 2000);
+  assert.ok(beforeEnd.length >= 7, `the client closed the 7 connections idle since opening within the run (${beforeEnd.length} closed before 2 s)`);
 });
