@@ -13,11 +13,10 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { V1MutatingWebhookConfiguration } from '@kubernetes/client-node';
 import { parse } from 'yaml';
-import { verifyServingCertificate } from '../../src/check/certificate.ts';
 import { issuedCertificate, issuingCa, renewServingCertificate, trustedCa } from '../support/cert-rotation.ts';
 import { admissionRegistration, apiStatus, connectTestCluster, core, createTestNamespace, type TestNamespace } from '../support/kube.ts';
 import { waitFor } from '../support/wait.ts';
-import { kubectl, requireCertManager } from '../support/leaderhook.ts';
+import { caBundleRefusals, kubectl, requireCertManager } from '../support/leaderhook.ts';
 
 connectTestCluster();
 
@@ -117,14 +116,8 @@ describe('cert-manager from its Go module', () => {
   // renewal weeks later, and every call would fail TLS.
   test("keeps deploy/'s caBundle verifying the serving certificate when the CA is issued again", async () => {
     assert.match(injectCaFrom, /^leaderhook-system\//, 'deploy/ registration without cert-manager.io/inject-ca-from');
-    // deploy/certificates.yaml applied here as it is names the Service in leaderhook-system.
-    const dnsName = 'leaderhook-webhook.leaderhook-system.svc';
     const name = `${probeName}-deploy`;
-    /** What the API server would refuse in the serving certificate of the Secret now, given the caBundle now. */
-    const refusals = async () => {
-      const [caBundle, { certificate }] = await Promise.all([trustedCa(name), issuedCertificate(ns.name)]);
-      return verifyServingCertificate({ caBundle: caBundle.toString('utf8'), chain: certificate.toString(), dnsName, now: new Date() }).problems;
-    };
+    const refusals = () => caBundleRefusals(name, ns.name);
 
     const oldCa = await issuingCa(ns.name);
     await core.deleteNamespacedSecret({ name: 'leaderhook-ca', namespace: ns.name });
@@ -137,15 +130,15 @@ describe('cert-manager from its Go module', () => {
       60_000,
       250,
     );
-    assert.ok((await issuedCertificate(ns.name)).certificate.verify(oldCa.publicKey), 'the serving certificate was signed again: nothing is tested');
+    assert.ok((await issuedCertificate(ns.name)).verify(oldCa.publicKey), 'the serving certificate was signed again: nothing is tested');
 
     await admissionRegistration.createMutatingWebhookConfiguration({ body: probeRegistration(name, ns.name, injectCaFrom.replace(/^[^/]+/, ns.name)) });
     await waitFor(`caBundle of MutatingWebhookConfiguration ${name}`, async () => trustedCa(name).catch(() => undefined), 30_000, 250);
     assert.deepEqual(await refusals(), [], 'the caBundle does not verify the certificate the webhook serves');
 
     // The serving certificate's next renewal is signed by the new CA, and the caBundle follows it.
-    await renewServingCertificate((await issuedCertificate(ns.name)).certificate.serialNumber, 60_000, ns.name);
-    assert.ok((await issuedCertificate(ns.name)).certificate.verify(newCa.publicKey), 'the renewed serving certificate is not signed by the new CA');
+    await renewServingCertificate((await issuedCertificate(ns.name)).serialNumber, 60_000, ns.name);
+    assert.ok((await issuedCertificate(ns.name)).verify(newCa.publicKey), 'the renewed serving certificate is not signed by the new CA');
     await waitFor('the caBundle to verify the renewed serving certificate', async () => (await refusals()).length === 0, 30_000, 250);
   });
 });

@@ -43,15 +43,14 @@ async function secretData(name: string, key: string, namespace = NAMESPACE): Pro
   return Buffer.from(value, 'base64');
 }
 
-/** The serving certificate in the Secret now: the leaf, then the CA cert-manager signed it with (ca.crt). */
-export async function issuedCertificate(namespace = NAMESPACE): Promise<{ certificate: X509Certificate; ca: X509Certificate }> {
-  const [crt, ca] = await Promise.all([secretData(SERVING_SECRET, 'tls.crt', namespace), secretData(SERVING_SECRET, 'ca.crt', namespace)]);
-  return { certificate: new X509Certificate(crt), ca: new X509Certificate(ca) };
+/** The serving certificate in the Secret now. */
+export async function issuedCertificate(namespace = NAMESPACE): Promise<X509Certificate> {
+  return new X509Certificate(await secretData(SERVING_SECRET, 'tls.crt', namespace));
 }
 
 /** The serial number of the certificate in the serving Secret now. */
 export async function issuedSerial(namespace = NAMESPACE): Promise<string> {
-  return (await issuedCertificate(namespace)).certificate.serialNumber;
+  return (await issuedCertificate(namespace)).serialNumber;
 }
 
 /** The CA certificate in the CA's own Secret: what the CA issuer signs with now. */

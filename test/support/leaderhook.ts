@@ -137,12 +137,14 @@ async function waitUntilInjecting(): Promise<void> {
 
 /**
  * What the API server would refuse in the serving certificate of deploy/'s
- * Secret, given each entry's caBundle (the check command's verdict); none once
- * cainjector has copied the CA that signed it.
+ * Secret (in `secretNamespace`), given each entry's caBundle of `registration`
+ * (the check command's verdict); none once cainjector has copied the CA that
+ * signed it. The name verified is deploy/'s Service in leaderhook-system, as
+ * deploy/certificates.yaml names it wherever it is applied.
  */
-async function caBundleRefusals(): Promise<string[]> {
-  const config = await admissionRegistration.readMutatingWebhookConfiguration({ name: 'leaderhook' });
-  const secret = await core.readNamespacedSecret({ name: 'leaderhook-webhook-tls', namespace: NAMESPACE });
+export async function caBundleRefusals(registration = 'leaderhook', secretNamespace = NAMESPACE): Promise<string[]> {
+  const config = await admissionRegistration.readMutatingWebhookConfiguration({ name: registration });
+  const secret = await core.readNamespacedSecret({ name: 'leaderhook-webhook-tls', namespace: secretNamespace });
   const chain = Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64').toString('utf8');
   const entries = config.webhooks ?? [];
   if (entries.length === 0) return ['the registration has no entries'];
