@@ -19,6 +19,8 @@ export interface SoakRunRecord {
   seed: number;
   /** The duration asked for; finishedAt - startedAt is the one it took. */
   durationMs: number;
+  /** The cluster's nodes at the start; absent from a record of before it was kept. */
+  nodes?: number;
 }
 
 export interface SoakFaultRecord {

@@ -4,7 +4,8 @@
  * deleted or evicted through the Eviction API, a rollout restart, the
  * leader's operator or release hook container killed by its PID (SIGKILL, as
  * a crash or an OOM kill; the kubelet restarts it in the same pod), a webhook
- * replica deleted, the API server killed and started again. A fault with
+ * replica deleted, the API server killed and started again, a node drained
+ * (kubectl drain, as an upgrade does) and made schedulable again. A fault with
  * nothing to hit at its moment (no leader, the leader already going) is
  * skipped and recorded so, never moved to another target; one whose
  * applying throws (its process not found, a request refused) is recorded as
@@ -15,10 +16,11 @@ import { containerStatus } from '../support/container-runs.ts';
 import { killAndRestartApiServer, servingPod, WEBHOOK_NAMESPACE, webhookPods } from '../support/faults.ts';
 import { core } from '../support/kube.ts';
 import { kubectl } from '../support/leaderhook.ts';
+import { drain, uncordon } from '../support/nodes.ts';
 import { OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
 import { containerPid } from './container-cgroup.ts';
 import type { SoakFaultRecord } from './soak-analysis.ts';
-import type { SoakFault } from './soak-plan.ts';
+import { nodeToDrain, type SoakFault } from './soak-plan.ts';
 
 /** What a fault needs to know of its namespace at its moment. */
 export interface FaultTarget {
@@ -30,6 +32,12 @@ export interface FaultTarget {
   leader: string | undefined;
   /** The pod as the recording last saw it. */
   podNow: (name: string) => V1Pod | undefined;
+}
+
+/** What a cluster-wide fault needs to know of the cluster at its moment. */
+export interface ClusterState {
+  /** The node each namespace's leader runs on now (undefined: no leader, or not scheduled yet). */
+  leaderNodes: readonly (string | undefined)[];
 }
 
 export type FaultOutcome = Pick<SoakFaultRecord, 'target' | 'outcome' | 'detail'>;
@@ -60,9 +68,34 @@ function killContainer(on: FaultTarget, container: string): FaultOutcome {
   return { target: hit.name, outcome: 'applied', detail: `${container} PID ${pid}, restart count was ${status.restartCount}` };
 }
 
+/**
+ * kubectl drain of the node the most leaders run on, then uncordon: the node
+ * an upgrade took comes back, so the soak keeps every node to move pods to.
+ */
+async function drainNode(cluster: ClusterState): Promise<FaultOutcome> {
+  const nodes = (await core.listNode()).items.map((node) => ({ name: node.metadata!.name!, unschedulable: node.spec?.unschedulable === true }));
+  const name = nodeToDrain(nodes, cluster.leaderNodes);
+  if (name === undefined) {
+    const schedulable = nodes.filter((node) => !node.unschedulable).length;
+    return skipped('', `${schedulable} schedulable node${schedulable === 1 ? '' : 's'}: no other node to take a drained one's pods`);
+  }
+  const leaders = cluster.leaderNodes.filter((node) => node === name).length;
+  try {
+    const drained = await drain(name);
+    const took = `${((drained.endedAt - drained.startedAt) / 1000).toFixed(1)} s`;
+    if (drained.code !== 0)
+      return { target: name, outcome: 'failed', detail: `kubectl drain exited ${drained.code} after ${took}: ${drained.lines.at(-1)?.text ?? 'no output'}` };
+    return { target: name, outcome: 'applied', detail: `${leaders} leader${leaders === 1 ? '' : 's'} on it, drained in ${took}` };
+  } finally {
+    uncordon(name);
+  }
+}
+
 /** Applies one fault of a namespace (`on`) or of the whole cluster (`on` undefined). */
-export async function applyFault(fault: SoakFault, on: FaultTarget | undefined): Promise<FaultOutcome> {
+export async function applyFault(fault: SoakFault, on: FaultTarget | undefined, cluster: ClusterState = { leaderNodes: [] }): Promise<FaultOutcome> {
   switch (fault) {
+    case 'drain-node':
+      return drainNode(cluster);
     case 'restart-apiserver': {
       const killedAt = Date.now();
       await killAndRestartApiServer();

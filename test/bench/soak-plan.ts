@@ -32,6 +32,7 @@ export const SOAK_FAULTS = {
   'kill-hook': { description: "leader's release hook killed (SIGKILL)", scope: 'target', needsLeaderhook: true, restarts: 'hook' },
   'delete-webhook-replica': { description: 'webhook replica deleted', scope: 'cluster' },
   'restart-apiserver': { description: 'API server restarted', scope: 'cluster', restarts: 'operator' },
+  'drain-node': { description: 'node drained, then uncordoned', scope: 'cluster' },
 } as const satisfies Record<string, SoakFaultText>;
 
 export type SoakFault = keyof typeof SOAK_FAULTS;
@@ -178,4 +179,24 @@ export function parseDurationMs(text: string): number {
   const ms = ((Number(hours) * 60 + Number(minutes)) * 60 + Number(secs)) * 1000;
   if (!match || text.trim() === '' || ms === 0) throw new Error(`a duration is hours, minutes and seconds, like 2h, 90m or 1h30m; got "${text}"`);
   return ms;
+}
+
+/** A node of the cluster, as the drain fault weighs it. */
+export interface DrainCandidate {
+  name: string;
+  /** Cordoned already (by someone else): draining it again hits nothing new. */
+  unschedulable: boolean;
+}
+
+/**
+ * The node the drain fault takes: of the schedulable nodes, the one the most
+ * leaders run on (ties to the first by name), as the node an upgrade drains
+ * that hurts the most; undefined where draining would leave no schedulable
+ * node for the evicted pods to move to.
+ */
+export function nodeToDrain(nodes: readonly DrainCandidate[], leaderNodes: readonly (string | undefined)[]): string | undefined {
+  const schedulable = nodes.filter((node) => !node.unschedulable).map((node) => node.name);
+  if (schedulable.length < 2) return undefined;
+  const leaders = (name: string) => leaderNodes.filter((node) => node === name).length;
+  return [...schedulable].sort((a, b) => leaders(b) - leaders(a) || (a < b ? -1 : a > b ? 1 : 0))[0];
 }

@@ -347,7 +347,7 @@ export function renderSoakMarkdown(records: readonly SoakRecord[]): string {
     run.command,
     '```',
     '',
-    `Run ${when(run)}; asked for ${hoursMinutes(run.durationMs)}, seed ${run.seed}.`,
+    `Run ${when(run)}; asked for ${hoursMinutes(run.durationMs)}, seed ${run.seed}${run.nodes === undefined ? '' : `; ${run.nodes} node${run.nodes === 1 ? '' : 's'}`}.`,
     `${sum('applied')} faults applied, ${sum('skipped')} skipped (nothing to hit at that moment)${sum('failed') > 0 ? `, ${sum('failed')} failed (applying them threw: the record's fault lines say why)` : ''}, in namespaces checked: ${namespaces(true)} with leaderhook, ${namespaces(false)} without.`,
     '',
     '## Faults',

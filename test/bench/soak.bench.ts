@@ -8,7 +8,8 @@
  * recorder follows, and its own e2e and bench cover it) runs as a Deployment
  * of 2 in two namespaces, one opted in to leaderhook and one not. A seeded
  * schedule (soak-plan.ts) hits them with bench:faults' faults at random
- * (soak-faults.ts); meanwhile the soak looks every second at who leads each
+ * (soak-faults.ts), and on a cluster of two nodes or more drains a node as an
+ * upgrade does (npm run cluster:up -- --nodes 3 first); meanwhile the soak looks every second at who leads each
  * namespace (soak-leaders.ts), samples every minute each container's working
  * set, CPU time and restarts, each hook's watches, and each hook's and webhook
  * replica's heap (soak-samples.ts), and every five
@@ -25,8 +26,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { createOperatorsNamespace, lockOf, type OperatorName, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
 import { clusterProcessFaultsUnavailable, WEBHOOK_NAMESPACE } from '../support/faults.ts';
-import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
+import { connectTestCluster, core, refuseLeftovers } from '../support/kube.ts';
 import { deleteNamespaceAndWait, installLeaderhook } from '../support/leaderhook.ts';
+import { fewerNodesThan } from '../support/nodes.ts';
 import { say } from '../support/progress.ts';
 import { newestRv, splitBrainViolations } from '../support/recording.ts';
 import {
@@ -60,6 +62,8 @@ const FAULT_WEIGHTS: readonly { fault: SoakFault; weight: number }[] = [
   { fault: 'kill-hook', weight: 1 },
   { fault: 'delete-webhook-replica', weight: 1 },
   { fault: 'restart-apiserver', weight: 0.5 },
+  // drawn only on a cluster of two nodes or more (npm run cluster:up -- --nodes 3); weight 0 keeps a seed's schedule on one node
+  { fault: 'drain-node', weight: 0.5 },
 ];
 
 /** A namespace is hit at most once in this long: a rollout of the JVM operator takes about a minute. */
@@ -197,7 +201,10 @@ async function every(periodMs: number, end: number, stop: AbortSignal, body: () 
 async function main(): Promise<void> {
   const apiServerFault = clusterProcessFaultsUnavailable();
   if (apiServerFault) say(`no API server restarts in this soak: ${apiServerFault}`);
-  const weights = FAULT_WEIGHTS.map((w) => (w.fault === 'restart-apiserver' && apiServerFault ? { ...w, weight: 0 } : w));
+  const drainFault = fewerNodesThan(2);
+  if (drainFault) say(`no node drains in this soak: ${drainFault}`);
+  const unavailable = new Set<SoakFault>([...(apiServerFault ? ['restart-apiserver' as const] : []), ...(drainFault ? ['drain-node' as const] : [])]);
+  const weights = FAULT_WEIGHTS.map((w) => (unavailable.has(w.fault) ? { ...w, weight: 0 } : w));
   say('installing leaderhook (deploy/)');
   const uninstall = await installLeaderhook({ debugLog: false });
   const namespaces: SoakNamespace[] = [];
@@ -248,6 +255,7 @@ async function main(): Promise<void> {
       startedAt: new Date().toISOString(),
       seed: args.seed,
       durationMs: args.durationMs,
+      nodes: (await core.listNode()).items.length,
     };
     writeFileSync(args.out, `${JSON.stringify(run)}\n`);
     const start = Date.parse(run.startedAt);
@@ -280,7 +288,8 @@ async function main(): Promise<void> {
           podNow: (pod: string) => ns.recording.podNow.get(pod),
         };
         const at = atMs();
-        const outcome = await applyFault(planned.fault, target).catch((error: unknown) => ({
+        const leaderNodes = namespaces.map((each) => (each.leader ? each.recording.podNow.get(each.leader)?.spec?.nodeName : undefined));
+        const outcome = await applyFault(planned.fault, target, { leaderNodes }).catch((error: unknown) => ({
           target: target?.leader ?? '',
           outcome: 'failed' as const,
           detail: (error as Error).message,

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CLUSTER_TARGET, mulberry32, type PlannedFault, parseDurationMs, planSoak, type SoakPlanInput } from '../bench/soak-plan.ts';
+import { CLUSTER_TARGET, mulberry32, nodeToDrain, type PlannedFault, parseDurationMs, planSoak, type SoakPlanInput } from '../bench/soak-plan.ts';
 
 const HOUR = 3_600_000;
 
@@ -78,11 +78,37 @@ test('cluster-wide faults go to the cluster, a hook is only killed where there i
   const plan = planSoak({ ...input, faults: input.faults.map((f) => (f.fault === 'evict' ? { ...f, weight: 0 } : f)) });
   const leaderhook = new Set(input.targets.filter((t) => t.withLeaderhook).map((t) => t.namespace));
   for (const { fault, target } of plan) {
-    assert.equal(target === CLUSTER_TARGET, fault === 'delete-webhook-replica' || fault === 'restart-apiserver', `${fault} on ${target}`);
+    assert.equal(target === CLUSTER_TARGET, ['delete-webhook-replica', 'restart-apiserver', 'drain-node'].includes(fault), `${fault} on ${target}`);
     if (fault === 'kill-hook') assert.ok(leaderhook.has(target), `kill-hook on ${target}`);
   }
   assert.ok(plan.some((f) => f.fault === 'kill-hook'));
   assert.ok(!plan.some((f) => f.fault === 'evict'));
+});
+
+test("a fault kind of weight 0 leaves a seed's schedule as it was without it: a drain-less soak on one node runs the faults of its seed", () => {
+  const withDrain = planSoak({ ...input, faults: [...input.faults, { fault: 'drain-node', weight: 1 }] });
+  assert.ok(
+    withDrain.some((f) => f.fault === 'drain-node' && f.target === CLUSTER_TARGET),
+    'drawn where it weighs',
+  );
+  assert.notDeepEqual(withDrain, planSoak(input));
+  assert.deepEqual(planSoak({ ...input, faults: [...input.faults, { fault: 'drain-node', weight: 0 }] }), planSoak(input));
+});
+
+test('the drain takes the schedulable node the most leaders run on, and none where no other node could take its pods', () => {
+  const nodes = [
+    { name: 'node-a', unschedulable: false },
+    { name: 'node-b', unschedulable: false },
+    { name: 'node-c', unschedulable: false },
+  ];
+  assert.equal(nodeToDrain(nodes, ['node-b', 'node-c', 'node-b', undefined]), 'node-b');
+  // ties go to the first by name, whatever the order the nodes come in
+  assert.equal(nodeToDrain([...nodes].reverse(), ['node-c', 'node-b']), 'node-b');
+  assert.equal(nodeToDrain(nodes, []), 'node-a');
+  // a cordoned node is never taken, however many leaders it holds
+  assert.equal(nodeToDrain([{ ...nodes[0]!, unschedulable: true }, nodes[1]!, nodes[2]!], ['node-a', 'node-a', 'node-c']), 'node-c');
+  assert.equal(nodeToDrain([nodes[0]!], ['node-a']), undefined);
+  assert.equal(nodeToDrain([nodes[0]!, { ...nodes[1]!, unschedulable: true }], ['node-a']), undefined);
 });
 
 test('without cooldowns, the faults come at the mean interval and in the proportions of their weights', () => {

@@ -155,6 +155,16 @@ test('a fault whose applying threw is counted as failed, apart from the skipped,
   );
 });
 
+test("a node drain is a cluster-wide fault of its own row, and the run's nodes are told where the record has them", () => {
+  assert.doesNotMatch(renderSoakMarkdown(sample), /node/, 'a record of before nodes were kept says nothing of them');
+  const markdown = renderSoakMarkdown([
+    ...sample.map((record) => (record.kind === 'run' ? { ...record, nodes: 3 } : record)),
+    { kind: 'fault', atMs: 1_200_000, fault: 'drain-node', target: 'leaderhook-node-2', namespace: '', withLeaderhook: false, outcome: 'applied' },
+  ]);
+  assert.match(markdown, /, seed 42; 3 nodes\./);
+  assert.deepEqual(cells(markdown.split('\n').find((line) => line.startsWith('| node drained'))), ['node drained, then uncordoned', '—', '—', '1']);
+});
+
 test('split brain or a lock held by a dead pod with leaderhook turns its target; the same without leaderhook does not', () => {
   const check = (withLeaderhook: boolean, splitBrain: number, lockHeldByDeadPod: number): SoakRecord => ({
     kind: 'check',
