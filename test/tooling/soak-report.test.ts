@@ -261,6 +261,7 @@ test('with gap records, the leaderless target is judged fault by fault, and a st
 for (const [report, record] of [
   ['docs/soak.md', 'docs/soak-record.jsonl'],
   ['docs/soak-quiet.md', 'docs/soak-quiet-record.jsonl'],
+  ['docs/soak-nodes.md', 'docs/soak-nodes-record.jsonl'],
 ] as const) {
   test(`${report} is what its committed record renders (node test/bench/soak-render.ts ${record} --out ${report} after a layout change)`, () => {
     const records = parseSoakRecords(readFileSync(new URL(`../../${record}`, import.meta.url), 'utf8'));

@@ -182,6 +182,7 @@ const GENERATED = [
   'docs/baseline.md',
   'docs/failover-e2e.md',
   'docs/soak.md',
+  'docs/soak-nodes.md',
 ];
 
 const UNITS = ['ms', 's', 'min', 'MiB', 'KiB', 'GiB', 'MB', '×'] as const;
