@@ -20,7 +20,7 @@ import { drain, uncordon } from '../support/nodes.ts';
 import { OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
 import { containerPid } from './container-cgroup.ts';
 import type { SoakFaultRecord } from './soak-analysis.ts';
-import { nodeToDrain, type SoakFault } from './soak-plan.ts';
+import { leadersOn, nodeToDrain, type SoakFault } from './soak-plan.ts';
 
 /** What a fault needs to know of its namespace at its moment. */
 export interface FaultTarget {
@@ -79,7 +79,7 @@ async function drainNode(cluster: ClusterState): Promise<FaultOutcome> {
     const schedulable = nodes.filter((node) => !node.unschedulable).length;
     return skipped('', `${schedulable} schedulable node${schedulable === 1 ? '' : 's'}: no other node to take a drained one's pods`);
   }
-  const leaders = cluster.leaderNodes.filter((node) => node === name).length;
+  const leaders = leadersOn(name, cluster.leaderNodes);
   try {
     const drained = await drain(name);
     const took = `${((drained.endedAt - drained.startedAt) / 1000).toFixed(1)} s`;

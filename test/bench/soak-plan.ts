@@ -197,6 +197,11 @@ export interface DrainCandidate {
 export function nodeToDrain(nodes: readonly DrainCandidate[], leaderNodes: readonly (string | undefined)[]): string | undefined {
   const schedulable = nodes.filter((node) => !node.unschedulable).map((node) => node.name);
   if (schedulable.length < 2) return undefined;
-  const leaders = (name: string) => leaderNodes.filter((node) => node === name).length;
-  return [...schedulable].sort((a, b) => leaders(b) - leaders(a) || (a < b ? -1 : a > b ? 1 : 0))[0];
+  const leaders = (name: string) => leadersOn(name, leaderNodes);
+  return schedulable.sort((a, b) => leaders(b) - leaders(a) || (a < b ? -1 : a > b ? 1 : 0))[0];
+}
+
+/** How many of the namespaces' leaders run on node `name`. */
+export function leadersOn(name: string, leaderNodes: readonly (string | undefined)[]): number {
+  return leaderNodes.filter((node) => node === name).length;
 }

@@ -9,11 +9,12 @@
  * of 2 in two namespaces, one opted in to leaderhook and one not. A seeded
  * schedule (soak-plan.ts) hits them with bench:faults' faults at random
  * (soak-faults.ts), and on a cluster of two nodes or more drains a node as an
- * upgrade does (npm run cluster:up -- --nodes 3 first); meanwhile the soak looks every second at who leads each
- * namespace (soak-leaders.ts), samples every minute each container's working
- * set, CPU time and restarts, each hook's watches, and each hook's and webhook
- * replica's heap (soak-samples.ts), and every five
- * minutes runs the split-brain checker over each namespace's recording. The
+ * upgrade does (npm run cluster:up -- --nodes 3 first); meanwhile the soak
+ * looks every second at who leads each namespace (soak-leaders.ts), samples
+ * every minute each container's working set, CPU time and restarts, each
+ * hook's watches, and each hook's and webhook replica's heap
+ * (soak-samples.ts), and every five minutes runs the split-brain checker over
+ * each namespace's recording. The
  * record (soak-analysis.ts: run, fault, check, sample and watch lines) goes
  * to --out as it happens; docs/soak.md is rendered from it at the end (--docs).
  * The last part of the run has no faults, so the last check sees every
