@@ -9,6 +9,8 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { containerStatus } from '../support/container-runs.ts';
 import { clusterNode } from '../support/nodes.ts';
 
 /** The running containers of a node (containerd IDs without the scheme) and their PIDs, from its containerd's task list. */
@@ -28,6 +30,20 @@ export function containerPid(containerId: string, nodeName: string | undefined):
   const pid = containerPids(nodeName).get(id);
   if (pid === undefined) throw new Error(`container ${id} has no running task`);
   return pid;
+}
+
+/**
+ * SIGKILL to `container`'s process in `pod` by its PID on its node, as a
+ * crash or an OOM kill does it: no signal the process could act on, and the
+ * kubelet restarts the container in the same pod. Undefined if the container
+ * is not running; throws if its process cannot be found.
+ */
+export function sigkillContainer(pod: V1Pod, container: string): { pid: number; restartCount: number } | undefined {
+  const status = containerStatus(pod, container);
+  if (!status?.containerID || !status.state?.running) return undefined;
+  const pid = containerPid(status.containerID, pod.spec?.nodeName);
+  process.kill(pid, 'SIGKILL');
+  return { pid, restartCount: status.restartCount };
 }
 
 export interface CgroupReading {

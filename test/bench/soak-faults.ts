@@ -12,13 +12,12 @@
  * failed, with the error.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import { containerStatus } from '../support/container-runs.ts';
 import { killAndRestartApiServer, servingPod, WEBHOOK_NAMESPACE, webhookPods } from '../support/faults.ts';
 import { core } from '../support/kube.ts';
 import { kubectl } from '../support/leaderhook.ts';
 import { drain, uncordon } from '../support/nodes.ts';
 import { OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
-import { containerPid } from './container-cgroup.ts';
+import { sigkillContainer } from './container-cgroup.ts';
 import type { SoakFaultRecord } from './soak-analysis.ts';
 import { leadersOn, nodeToDrain, type SoakFault } from './soak-plan.ts';
 
@@ -52,20 +51,18 @@ function leaderToHit(on: FaultTarget): { pod: V1Pod; name: string } | FaultOutco
   return { pod, name: on.leader };
 }
 
-/** SIGKILL to `container`'s process in the leader pod, by its PID on its node. */
+/** SIGKILL to `container`'s process in the leader pod (container-cgroup.ts). */
 function killContainer(on: FaultTarget, container: string): FaultOutcome {
   const hit = leaderToHit(on);
   if ('outcome' in hit) return hit;
-  const status = containerStatus(hit.pod, container);
-  if (!status?.containerID || !status.state?.running) return skipped(hit.name, `its ${container} container was not running`);
-  let pid: number;
+  let killed: ReturnType<typeof sigkillContainer>;
   try {
-    pid = containerPid(status.containerID, hit.pod.spec?.nodeName);
+    killed = sigkillContainer(hit.pod, container);
   } catch (error) {
     return { target: hit.name, outcome: 'failed', detail: `its ${container} container's PID: ${(error as Error).message}` };
   }
-  process.kill(pid, 'SIGKILL');
-  return { target: hit.name, outcome: 'applied', detail: `${container} PID ${pid}, restart count was ${status.restartCount}` };
+  if (!killed) return skipped(hit.name, `its ${container} container was not running`);
+  return { target: hit.name, outcome: 'applied', detail: `${container} PID ${killed.pid}, restart count was ${killed.restartCount}` };
 }
 
 /**
