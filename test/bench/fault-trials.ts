@@ -6,8 +6,8 @@
  */
 import { parseJsonLines, type RunRecord } from './failover-trials.ts';
 
-/** What a fault should lead to: another pod leading, or the leader keeping its lock. */
-export type Expectation = 'failover' | 'lock kept';
+/** What a fault should lead to: another pod leading, the leader keeping its lock, or a leader in either pod (the race after a crash). */
+export type Expectation = 'failover' | 'lock kept' | 'a leader in either pod';
 
 /** Who holds the lock once the trial is over: another pod, still the old leader (running or not), or nobody. */
 export type FaultOutcome = 'new leader' | 'lock kept' | 'no leader';
@@ -37,6 +37,14 @@ export interface FaultTrialRecord {
   splitBrainKinds?: string[];
   /** Stretches of the lock's history the recorder could not see (a watch relisted), which the checker cannot vouch for. */
   unobserved: number;
+  /**
+   * Milliseconds after the fault until a process led again, a new one in
+   * either pod (its "became leader" line): where the old leader's own pod can
+   * lead again, the time nobody led. Only the scenarios that follow it.
+   */
+  ledAgainMs?: number;
+  /** Milliseconds between the lock's last write the recording saw before the fault and the fault. */
+  sinceLockWriteMs?: number;
   /** What else the trial saw, in a few words (the evicted pod's phase, a refused replacement...). */
   detail?: string;
 }
@@ -79,6 +87,12 @@ export const FAULT_SCENARIOS: Record<string, FaultScenarioText> = {
     description: "two bare lfl-operator pods; the leader's operator exits 1 (`--crash-after`) and the kubelet restarts it in the same pod",
     zero: 'the operator\'s "crashing" line',
     expected: 'lock kept',
+  },
+  'lease-crash-restart': {
+    description:
+      "a Deployment of 2 lease-operator (controller-runtime, 15 s lease, no ReleaseOnCancel); the leader's operator process killed (SIGKILL by its PID, as the soak's crash) and restarted by the kubelet in the same pod, under a new identity: whichever pod's operator finds the Lease run out first leads",
+    zero: 'the SIGKILL',
+    expected: 'a leader in either pod',
   },
   'node-not-ready': {
     description: 'a Deployment of 2 lfl-operator; the kubelet stopped until the node is NotReady (the containers keep running), held 30 s, then started again',

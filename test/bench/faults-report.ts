@@ -9,7 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import { FAULT_SCENARIOS, type FaultOutcome, type FaultRecord, type FaultTrialRecord } from './fault-trials.ts';
 import type { RunRecord } from './failover-trials.ts';
 import { seconds, timeoutSeconds } from './failover-summary.ts';
-import { percentile } from './stats.ts';
+import { mean, meanDifference, percentile } from './stats.ts';
 import { row, runSpan } from './report-format.ts';
 
 const MODES = [
@@ -56,6 +56,48 @@ function tally(values: readonly string[]): string {
     .join('; ');
 }
 
+function asExpectedOutcome({ expected, outcome }: FaultTrialRecord): boolean {
+  if (expected === 'failover') return outcome === 'new leader';
+  if (expected === 'lock kept') return outcome === 'lock kept';
+  return outcome !== 'no leader';
+}
+
+/** One figure per mode (p50, mean, range) and the difference of the means with its 95 % interval; undefined where a trial lacks the figure. */
+function modeComparison(trials: readonly FaultTrialRecord[], figure: (trial: FaultTrialRecord) => number | undefined): string {
+  const valuesOf = (withLeaderhook: boolean) =>
+    trials.flatMap((trial) => {
+      const value = trial.withLeaderhook === withLeaderhook ? figure(trial) : undefined;
+      return value === undefined ? [] : [value];
+    });
+  const perMode = MODES.filter((mode) => valuesOf(mode.withLeaderhook).length > 0).map((mode) => {
+    const values = valuesOf(mode.withLeaderhook);
+    return `${mode.label} p50 ${seconds(percentile(values, 50))}, mean ${seconds(mean(values))}, ${seconds(Math.min(...values))} to ${seconds(Math.max(...values))} (${values.length} trial${values.length === 1 ? '' : 's'})`;
+  });
+  const { difference, halfWidth } = meanDifference(valuesOf(true), valuesOf(false));
+  const told = Number.isNaN(halfWidth)
+    ? ''
+    : `; difference of the means, with less without: ${(difference / 1000).toFixed(2)} ± ${(halfWidth / 1000).toFixed(2)} s`;
+  return `${perMode.join('; ')}${told}`;
+}
+
+/**
+ * Where the scenario followed it, how long nobody led: the figure that decides
+ * whether leaderhook changes a fault it does not act on. Counted from the
+ * lock's last write as well, which takes out where in the renewal period the
+ * fault fell; the difference's interval says whether a gap is more than chance.
+ */
+function ledAgainLines(trials: readonly FaultTrialRecord[]): string[] {
+  if (!trials.some((trial) => trial.ledAgainMs !== undefined)) return [];
+  const fromWrite = (trial: FaultTrialRecord) =>
+    trial.ledAgainMs === undefined || trial.sinceLockWriteMs === undefined ? undefined : trial.ledAgainMs + trial.sinceLockWriteMs;
+  return [
+    '',
+    `Led again, by a new process in either pod (the table's new leader counts another pod only), after the fault: ${modeComparison(trials, (trial) => trial.ledAgainMs)}.`,
+    `After the lock's last write before the fault: ${modeComparison(trials, fromWrite)}.`,
+    'The intervals are 95 % (Welch, normal approximation): a difference inside its ± is not told apart from chance.',
+  ];
+}
+
 function scenarioSection(scenario: string, trials: readonly FaultTrialRecord[]): string[] {
   const text = FAULT_SCENARIOS[scenario];
   const lines = [`## ${scenario}`, ''];
@@ -67,7 +109,7 @@ function scenarioSection(scenario: string, trials: readonly FaultTrialRecord[]):
   for (const mode of MODES) {
     const inMode = trials.filter((trial) => trial.withLeaderhook === mode.withLeaderhook);
     if (inMode.length === 0) continue;
-    const asExpected = inMode.filter((trial) => (trial.expected === 'failover' ? trial.outcome === 'new leader' : trial.outcome === 'lock kept')).length;
+    const asExpected = inMode.filter((trial) => asExpectedOutcome(trial)).length;
     lines.push(
       row([
         mode.label,
@@ -82,6 +124,7 @@ function scenarioSection(scenario: string, trials: readonly FaultTrialRecord[]):
       ]),
     );
   }
+  lines.push(...ledAgainLines(trials));
   const unobserved = MODES.map(
     (mode) => [mode.label, trials.filter((t) => t.withLeaderhook === mode.withLeaderhook).reduce((sum, t) => sum + (t.unobserved ?? 0), 0)] as const,
   );

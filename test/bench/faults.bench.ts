@@ -17,10 +17,10 @@
  * namespace (the npm script enters it; the Kubernetes client refuses to run
  * outside).
  */
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
+import { OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
 import { loggedBy, splitBrainViolations } from '../support/recording.ts';
 import type { Recording } from '../support/recorder.ts';
 import { createOperatorsNamespace, followFailover, lockOf, type OperatorName, releasedByHook, waitForLeader } from '../support/failover-trial.ts';
@@ -53,6 +53,7 @@ import {
   uncordon,
 } from '../support/nodes.ts';
 import type { LockUnderTest } from '../support/split-brain.ts';
+import { sigkillContainer } from './container-cgroup.ts';
 import { FAULT_SCENARIOS, type FaultTrialRecord, parseFaultRecords } from './fault-trials.ts';
 import { writeFaultsReport } from './faults-report.ts';
 import { finishRunRecord, parseTrialArgs, runRecord, say, trialOptionsUsage } from './trial-args.ts';
@@ -309,6 +310,49 @@ const crashRestart: TrialRun = async (scenario, trial) => {
   }
 };
 
+/**
+ * The soak's crash, alone and many times: the Lease operator's leader process
+ * SIGKILLed in both modes at once. leaderhook does not act on it (the pod and
+ * its hook keep running), so the two modes should lead again alike; this is
+ * the trial that tells a gap between them from chance.
+ */
+const leaseCrashRestart: TrialRun = async (scenario, trial) => {
+  const sides = await deploymentPair(scenario, trial, { operator: 'lease-operator' });
+  try {
+    const pods = sides.map((side) => side.recording.podNow.get(side.leader));
+    if (pods.some((pod) => pod === undefined)) throw new Error('a leader pod is not in its recording');
+    const zero = Date.now();
+    sides.forEach((side, i) => {
+      if (!sigkillContainer(pods[i]!, OPERATOR_CONTAINER)) throw new Error(`${side.namespace}/${side.leader}: its operator container was not running`);
+    });
+    return await Promise.all(
+      sides.map(async (side) => {
+        const led = await waitFor(
+          'a new process to lead',
+          async () => loggedBy(side.recording, 'became leader').find((line) => line.at > zero),
+          timeoutMs,
+          250,
+        ).catch(() => undefined);
+        // A little of the new leader leading, for the split-brain check to see both processes' heartbeats end and begin.
+        await sleep(3_000);
+        const lastWrite = lockOf(side.operator)
+          .events(side.recording)
+          .filter((event) => event.at <= zero)
+          .at(-1);
+        const who = led === undefined ? 'nobody led again' : led.pod === side.leader ? "the restarted operator in the leader's pod led" : 'the standby led';
+        return trialRecord(scenario, trial, side, {
+          zero,
+          ledAgainMs: led === undefined ? undefined : led.at - zero,
+          sinceLockWriteMs: lastWrite === undefined ? undefined : zero - lastWrite.at,
+          detail: who,
+        });
+      }),
+    );
+  } finally {
+    await dispose(sides);
+  }
+};
+
 const NOT_READY_HOLD_MS = 30_000;
 
 const nodeNotReady: TrialRun = async (scenario, trial) => {
@@ -517,6 +561,7 @@ const RUNS: Record<string, TrialRun> = {
   eviction: eviction(false),
   'eviction-pods-delete': eviction(true),
   'crash-restart': crashRestart,
+  'lease-crash-restart': leaseCrashRestart,
   'node-not-ready': nodeNotReady,
   'apiserver-restart': apiServerRestart,
   'lfl-node-drain': nodeDrain('lfl-operator'),
@@ -566,6 +611,7 @@ async function main(): Promise<void> {
   finishRunRecord(out, run);
   if (args.docs) {
     const file = join(args.docs, 'faults.md');
+    mkdirSync(args.docs, { recursive: true });
     await writeFaultsReport(parseFaultRecords(readFileSync(out, 'utf8')), file);
     say(`rendered ${file}`);
   }

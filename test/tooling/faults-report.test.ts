@@ -73,3 +73,61 @@ test('the same record renders the same bytes, and a record without its run line 
   assert.equal(renderFaultsMarkdown(sample), renderFaultsMarkdown([...sample].reverse()));
   assert.throws(() => renderFaultsMarkdown(sample.filter((r) => r.kind !== 'run')), /exactly one "run" line; this one has 0/);
 });
+
+/** A crash of the Lease operator, 2 trials per mode: who led again and when, and when the Lease was last written before the kill. */
+function leaseCrash(
+  withLeaderhook: boolean,
+  trial: number,
+  ledAgainMs: number | undefined,
+  sinceLockWriteMs: number,
+  outcome: 'new leader' | 'lock kept' | 'no leader',
+) {
+  return parseFaultRecords(
+    JSON.stringify({
+      kind: 'fault-trial',
+      scenario: 'lease-crash-restart',
+      withLeaderhook,
+      trial,
+      expected: 'a leader in either pod',
+      outcome,
+      leaderBefore: 'a',
+      freedBy: 'Lease ran out (no release written)',
+      releases: [],
+      hookRestarts: 0,
+      splitBrain: 0,
+      unobserved: 0,
+      ...(ledAgainMs === undefined ? {} : { ledAgainMs }),
+      sinceLockWriteMs,
+    }),
+  );
+}
+
+test('a crash either pod may lead after counts both as expected, and says how long nobody led, from the fault and from the last write, with the difference of the means', () => {
+  const records = [
+    ...sample.filter((r) => r.kind === 'run'),
+    ...leaseCrash(true, 1, 15_000, 1_000, 'new leader'),
+    ...leaseCrash(true, 2, 16_000, 500, 'lock kept'),
+    ...leaseCrash(false, 1, 14_000, 2_000, 'new leader'),
+    ...leaseCrash(false, 2, undefined, 1_000, 'no leader'),
+  ];
+  const crash = section(renderFaultsMarkdown(records), 'lease-crash-restart');
+  const rows = crash.filter((line) => line.startsWith('| with'));
+  assert.equal(cells(rows[0])[2], '2 of 2', 'the standby or the restarted operator leading are both as expected');
+  assert.equal(cells(rows[1])[2], '1 of 2', 'nobody leading is not');
+  assert.ok(
+    crash.includes(
+      "Led again, by a new process in either pod (the table's new leader counts another pod only), after the fault: with leaderhook p50 15.00 s, mean 15.50 s, 15.00 s to 16.00 s (2 trials); without p50 14.00 s, mean 14.00 s, 14.00 s to 14.00 s (1 trial).",
+    ),
+    crash.join('\n'),
+  );
+  assert.ok(
+    crash.includes(
+      "After the lock's last write before the fault: with leaderhook p50 16.00 s, mean 16.25 s, 16.00 s to 16.50 s (2 trials); without p50 16.00 s, mean 16.00 s, 16.00 s to 16.00 s (1 trial).",
+    ),
+    'one trial per mode is no interval',
+  );
+});
+
+test('the other scenarios get no led-again lines', () => {
+  assert.ok(!renderFaultsMarkdown(sample).includes('Led again'));
+});

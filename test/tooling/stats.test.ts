@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { median, percentile, spreadOf } from '../bench/stats.ts';
+import { mean, meanDifference, median, percentile, spreadOf } from '../bench/stats.ts';
 
 describe('percentile', () => {
   it('is the smallest value with at least p % of the values at or below it, whatever their order', () => {
@@ -27,5 +27,19 @@ describe('spreadOf', () => {
 
   it('gives NaN for each where there are no values, never 0 or -Infinity', () => {
     assert.deepEqual(spreadOf([]), { p50: Number.NaN, p99: Number.NaN, max: Number.NaN });
+  });
+});
+
+describe('meanDifference', () => {
+  it("is a's mean less b's, with the half-width of its 95 % interval from Welch's standard error", () => {
+    const { difference, halfWidth } = meanDifference([1, 2, 3], [1, 1, 1, 1]);
+    assert.equal(difference, 1);
+    // variance of a: 1, of b: 0; 1.96 * sqrt(1/3)
+    assert.ok(Math.abs(halfWidth - 1.96 * Math.sqrt(1 / 3)) < 1e-12);
+    assert.equal(mean([]), Number.NaN);
+  });
+
+  it('has no interval below two values a side', () => {
+    assert.equal(meanDifference([1], [2, 3]).halfWidth, Number.NaN);
   });
 });
