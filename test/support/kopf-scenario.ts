@@ -7,11 +7,12 @@
  * failover read off the recording: when the leader's entry went, who took
  * over, and whether any heartbeat was written by a replica kopf did not let run.
  * kopf has no lock: its peering is followed as a Lease held by the entry of the
- * highest priority (kopfPeering in operators.ts).
+ * highest priority (test/support/kopf-peering.ts).
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CustomObjectsApi, type V1Lease, type V1PodSpec, type V1Role, type V1RoleBinding, type V1StatefulSet, Watch } from '@kubernetes/client-node';
+import { CustomObjectsApi, type V1PodSpec, type V1Role, type V1RoleBinding, type V1StatefulSet, Watch } from '@kubernetes/client-node';
+import { type KopfPeeringObject, type PeerEntry, peeringAsLease } from './kopf-peering.ts';
 import { core, createTestNamespace, kubeConfig, rbac } from './kube.ts';
 import { failByDeadline, grantKopfPeering, grantReleaseHook, holdTerminating, INJECTION_LABEL, kubectl, releaseTerminating } from './leaderhook.ts';
 import { applyOperatorRbac, kopfPeering, OPERATOR_CONTAINER, operatorObjects, RELEASE_HOOK_CONTAINER, record } from './operators.ts';
@@ -27,15 +28,6 @@ export const STANDBY = 'kopf-operator-1';
 /** kopf's default peering lifetime (PeeringSettings.lifetime), which the manifest keeps. */
 export const LIFETIME_MS = 60_000;
 
-export interface PeerEntry {
-  priority?: number;
-  lifetime?: number;
-  lastseen?: string;
-}
-export interface KopfPeeringObject {
-  metadata?: { name?: string; resourceVersion?: string };
-  status?: Record<string, PeerEntry | null>;
-}
 export interface PeeringEvent extends ObservedWrite<KopfPeeringObject> {
   /** Local time the event arrived. */
   at: number;
@@ -120,14 +112,6 @@ function watchPeering(namespace: string): PeeringWatch {
     controller?.abort();
   };
   return watch;
-}
-
-/** The identity of the entry of the highest priority: whom kopf lets run (none when two share it: kopf pauses both). */
-export function topPeer(object: KopfPeeringObject | undefined): string | undefined {
-  const entries = Object.entries(object?.status ?? {}).filter((entry): entry is [string, PeerEntry] => entry[1] !== null);
-  const top = Math.max(...entries.map(([, entry]) => entry.priority ?? 0));
-  const first = entries.filter(([, entry]) => (entry.priority ?? 0) === top);
-  return first.length === 1 ? first[0]?.[0] : undefined;
 }
 
 /** The first revision after `since` without `identity`'s entry: removed by its own process (lifetime 0 → null) or by a peer that found it dead. */
@@ -324,14 +308,8 @@ export async function stopAndCheck({ recording, peering }: KopfScenario): Promis
   await sleep(1000);
   await recording.stop();
   peering.stop();
-  const leases: ObservedWrite<V1Lease>[] = peering.events.map((event) => ({
-    type: event.type,
-    rv: event.rv,
-    ...(event.relisted ? { relisted: true } : {}),
-    object: { metadata: { name: kopfPeering.name }, spec: { holderIdentity: event.type === 'DELETED' ? undefined : topPeer(event.object) } },
-  }));
   return {
-    violations: checkSplitBrain({ lock: kopfPeering, configMaps: recording.configMaps, leases }),
+    violations: checkSplitBrain({ lock: kopfPeering, configMaps: recording.configMaps, leases: peering.events.map(peeringAsLease) }),
     lost: [...recording.errors.map(String), ...peering.interruptions.filter((line) => line.includes('410'))],
     heartbeats: heartbeats(recording, kopfPeering.heartbeat).length,
   };
