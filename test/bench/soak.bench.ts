@@ -25,13 +25,14 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } fr
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { createOperatorsNamespace, lockOf, type OperatorName, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
+import { createOperatorsNamespace, type OperatorName, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
 import { clusterProcessFaultsUnavailable, WEBHOOK_NAMESPACE } from '../support/faults.ts';
 import { connectTestCluster, core, refuseLeftovers } from '../support/kube.ts';
 import { deleteNamespaceAndWait, installLeaderhook } from '../support/leaderhook.ts';
 import { fewerNodesThan } from '../support/nodes.ts';
 import { say } from '../support/progress.ts';
-import { newestRv, splitBrainViolations } from '../support/recording.ts';
+import { newestRv } from '../support/recording.ts';
+import { checkSplitBrain } from '../support/split-brain.ts';
 import {
   type LeaderObservation,
   leaderGaps,
@@ -42,7 +43,8 @@ import {
   type SoakRunRecord,
 } from './soak-analysis.ts';
 import { applyFault } from './soak-faults.ts';
-import { LeaderTracker } from './soak-leaders.ts';
+import { LeaderTracker, type SoakLock, soakLockOf } from './soak-leaders.ts';
+import { heartbeatIntervalArg } from './soak-operators.ts';
 import { CLUSTER_TARGET, parseDurationMs, planSoak, type SoakFault } from './soak-plan.ts';
 import { writeSoakReport } from './soak-report.ts';
 import { HOOK_METRICS_PORT, hookMetrics, sampleContainers, webhookHeaps } from './soak-samples.ts';
@@ -75,8 +77,6 @@ const SETTLE_MS = 180_000;
 const LOOK_EVERY_MS = 1_000;
 const SAMPLE_EVERY_MS = 60_000;
 const CHECK_EVERY_MS = 300_000;
-/** The soak's operators write a heartbeat every 500 ms, not the 100 ms of the trials: hours of them are held in memory. */
-const HEARTBEAT_INTERVAL = '500ms';
 
 const usage = `usage: npm run bench:soak -- [--duration 2h] [--seed N] [--mean-interval 30s] [--operators LIST] [--out FILE] [--docs DIR]
 
@@ -139,6 +139,7 @@ await refuseLeftovers('bench:soak');
 
 interface SoakNamespace extends OperatorsNamespace {
   operator: OperatorName;
+  lock: SoakLock;
   tracker: LeaderTracker;
   /** The leader at the last look, which a fault hits. */
   leader: string | undefined;
@@ -159,7 +160,7 @@ const write = (record: SoakRecord) => appendFileSync(args.out, `${JSON.stringify
  */
 function check(ns: SoakNamespace, atMs: number, final = false): SoakRecord[] {
   const upTo = newestRv(ns.recording);
-  const found = splitBrainViolations(ns.recording, lockOf(ns.operator)).filter((v) => v.firstRv > ns.checkedRv);
+  const found = checkSplitBrain(ns.lock.history(ns.recording)).filter((v) => v.firstRv > ns.checkedRv);
   // a stretch a relisted watch could not see is no split brain seen, and no proof of none
   const seen = found.filter((v) => v.kind !== 'unobserved');
   const gaps = leaderGaps(ns.observations, atMs).get(ns.name) ?? [];
@@ -220,14 +221,16 @@ async function main(): Promise<void> {
           operators: [operator],
           labels: { 'leaderhook.io/bench': 'soak' },
           operatorOptions: {
-            extraArgs: [`--heartbeat-interval=${HEARTBEAT_INTERVAL}`],
+            extraArgs: [heartbeatIntervalArg(operator)],
             ...(withLeaderhook ? { annotations: { 'leaderhook.io/hook-metrics-port': String(HOOK_METRICS_PORT) } } : {}),
           },
         });
+        const lock = soakLockOf(operator);
         namespaces.push({
           ...ns,
           operator,
-          tracker: new LeaderTracker(ns.recording, lockOf(operator)),
+          lock,
+          tracker: new LeaderTracker(ns.recording, lock),
           leader: undefined,
           observations: [],
           leftHeld: [],
