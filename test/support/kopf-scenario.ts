@@ -11,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CustomObjectsApi, type V1PodSpec, type V1Role, type V1RoleBinding, type V1StatefulSet, Watch } from '@kubernetes/client-node';
+import { CustomObjectsApi, type V1PodSpec, type V1PodTemplateSpec, type V1Role, type V1RoleBinding, type V1StatefulSet, Watch } from '@kubernetes/client-node';
 import { type KopfPeeringObject, type PeerEntry, peeringAsLease } from './kopf-peering.ts';
 import { core, createTestNamespace, kubeConfig, rbac } from './kube.ts';
 import { failByDeadline, grantKopfPeering, grantReleaseHook, holdTerminating, INJECTION_LABEL, kubectl, releaseTerminating } from './leaderhook.ts';
@@ -144,7 +144,7 @@ export interface KopfScenario {
 }
 
 /** Waits until the anchor ConfigMap (which carries kopf's finalizer while a daemon runs on it) is gone, taking the finalizer off a namespace being deleted. */
-async function releaseAnchor(namespace: string): Promise<void> {
+export async function releaseAnchor(namespace: string): Promise<void> {
   for (let tries = 0; tries < 60; tries++) {
     try {
       kubectl(['-n', namespace, 'patch', 'configmap', 'kopf-operator-anchor', '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
@@ -153,6 +153,29 @@ async function releaseAnchor(namespace: string): Promise<void> {
     }
     await sleep(1000);
   }
+}
+
+/**
+ * kopf-operator.yaml's Role and binding in `namespace` (test/operators/rbac.yaml
+ * applied before), then its KopfPeering once `beforePeering` has resolved;
+ * resolves with the StatefulSet's pod template.
+ */
+export async function applyKopfObjects(
+  namespace: string,
+  beforePeering: () => Promise<unknown> = async () => {},
+): Promise<V1PodTemplateSpec & { spec: V1PodSpec }> {
+  const objects = operatorObjects('kopf-operator');
+  const statefulSet = objects.find((o) => o.kind === 'StatefulSet') as V1StatefulSet;
+  await rbac.createNamespacedRole({ namespace, body: objects.find((o) => o.kind === 'Role') as V1Role });
+  const binding = objects.find((o) => o.kind === 'RoleBinding') as V1RoleBinding;
+  for (const subject of binding.subjects ?? []) subject.namespace = namespace;
+  await rbac.createNamespacedRoleBinding({ namespace, body: binding });
+  const body = objects.find((o) => o.kind === 'KopfPeering');
+  await beforePeering();
+  await customObjects().createNamespacedCustomObject({ group: 'kopf.dev', version: 'v1', namespace, plural: 'kopfpeerings', body });
+  const template = statefulSet.spec?.template;
+  assert.ok(template?.spec, 'kopf-operator.yaml holds a StatefulSet with a pod template');
+  return template as V1PodTemplateSpec & { spec: V1PodSpec };
 }
 
 /**
@@ -186,22 +209,13 @@ export async function setUpKopf(
   await applyOperatorRbac(namespace);
   if (hook) await grantReleaseHook(namespace, 'test-operator');
   if (hook) await grantKopfPeering(namespace, 'test-operator');
-  const objects = operatorObjects('kopf-operator');
-  const statefulSet = objects.find((o) => o.kind === 'StatefulSet') as V1StatefulSet;
-  await rbac.createNamespacedRole({ namespace, body: objects.find((o) => o.kind === 'Role') as V1Role });
-  const binding = objects.find((o) => o.kind === 'RoleBinding') as V1RoleBinding;
-  for (const subject of binding.subjects ?? []) subject.namespace = namespace;
-  await rbac.createNamespacedRoleBinding({ namespace, body: binding });
-  const body = objects.find((o) => o.kind === 'KopfPeering');
   // created before the watch's first list answered, its creation and first writes would be seen only in
   // that list, and the split-brain check could not rule out a second leader before it (a loaded API server)
-  await waitFor('the KopfPeering watch to list before the object exists', async () => peering.listed, 60_000, 100);
-  await customObjects().createNamespacedCustomObject({ group: 'kopf.dev', version: 'v1', namespace, plural: 'kopfpeerings', body });
-
-  const template = statefulSet.spec?.template;
-  assert.ok(template?.spec, 'kopf-operator.yaml holds a StatefulSet with a pod template');
+  const template = await applyKopfObjects(namespace, () =>
+    waitFor('the KopfPeering watch to list before the object exists', async () => peering.listed, 60_000, 100),
+  );
   const createPod = async (name: string, extraSpec: Partial<V1PodSpec> = {}): Promise<string> => {
-    const spec = { ...structuredClone(template.spec!), ...extraSpec };
+    const spec = { ...structuredClone(template.spec), ...extraSpec };
     for (const c of spec.containers) if (c.name === OPERATOR_CONTAINER) c.args = [...(c.args ?? []), ...extraArgs];
     const pod = await core.createNamespacedPod({ namespace, body: { metadata: { ...template.metadata, name }, spec } });
     return pod.metadata?.uid as string;
