@@ -62,7 +62,9 @@ export function soakLockOf(operator: SoakOperator): SoakLock {
 /**
  * How long a lock may name a pod that can never run before the soak counts it
  * as left held: longer than the garbage collector's delete of a ConfigMap lock
- * after its pod is gone and than a 15 s Lease running out and being taken.
+ * after its pod is gone and than a 15 s Lease running out and being taken; a
+ * kopf entry left behind expires at its last keep-alive + 60 s, before its pod
+ * has been gone that long, and the standby then removes it.
  */
 export const DEAD_HOLDER_GRACE_MS = 60_000;
 
