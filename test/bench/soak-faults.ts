@@ -1,6 +1,7 @@
 /**
  * The soak's faults, each done to the local cluster as it happens to a real
- * one (test/bench/soak-plan.ts decides which and when): the leader pod
+ * one (test/bench/soak-plan.ts decides which and when; soak-operators.ts
+ * tells what each does to kopf-operator's bare pods): the leader pod
  * deleted or evicted through the Eviction API, a rollout restart, the
  * leader's operator or release hook container killed by its PID (SIGKILL, as
  * a crash or an OOM kill; the kubelet restarts it in the same pod), a webhook
@@ -25,8 +26,8 @@ import { leadersOn, nodeToDrain, type SoakFault } from './soak-plan.ts';
 export interface FaultTarget {
   namespace: string;
   withLeaderhook: boolean;
-  /** The Deployment of the namespace's operator. */
-  deployment: string;
+  /** The Deployment of the namespace's operator; undefined for bare pods (kopf-operator), which nothing rolls out. */
+  deployment: string | undefined;
   /** The pod leading now (LeaderTracker), if any. */
   leader: string | undefined;
   /** The pod as the recording last saw it. */
@@ -37,6 +38,8 @@ export interface FaultTarget {
 export interface ClusterState {
   /** The node each namespace's leader runs on now (undefined: no leader, or not scheduled yet). */
   leaderNodes: readonly (string | undefined)[];
+  /** Some namespace runs bare pods the soak replaces itself (kopf-operator): a drain evicts them too. */
+  barePods?: boolean;
 }
 
 export type FaultOutcome = Pick<SoakFaultRecord, 'target' | 'outcome' | 'detail'>;
@@ -78,7 +81,7 @@ async function drainNode(cluster: ClusterState): Promise<FaultOutcome> {
   }
   const leaders = leadersOn(name, cluster.leaderNodes);
   try {
-    const drained = await drain(name);
+    const drained = await drain(name, undefined, { barePods: cluster.barePods });
     const took = `${((drained.endedAt - drained.startedAt) / 1000).toFixed(1)} s`;
     if (drained.code !== 0)
       return { target: name, outcome: 'failed', detail: `kubectl drain exited ${drained.code} after ${took}: ${drained.lines.at(-1)?.text ?? 'no output'}` };
@@ -106,6 +109,8 @@ export async function applyFault(fault: SoakFault, on: FaultTarget | undefined, 
       return { target: pod.metadata!.name!, outcome: 'applied', detail: `${serving.length} replicas were serving` };
     }
     case 'rollout-restart':
+      // the plan draws none for bare pods (soak-operators.ts): this says so should one come
+      if (on!.deployment === undefined) return skipped('', 'no Deployment: its pods are bare, replaced by the soak itself');
       kubectl(['-n', on!.namespace, 'rollout', 'restart', `deployment/${on!.deployment}`]);
       return { target: on!.deployment, outcome: 'applied' };
     case 'crash-operator':

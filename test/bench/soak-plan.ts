@@ -49,7 +49,18 @@ export interface SoakTarget {
   /** One operator per namespace: the namespace names the target. */
   namespace: string;
   withLeaderhook: boolean;
+  /**
+   * Target faults that mean nothing for its operator (a rollout restart of
+   * pods no controller rolls out): never drawn for it. A target without
+   * any is drawn as it was before targets could have them, so a seed's
+   * schedule over such targets stays the same.
+   */
+  excludedFaults?: readonly SoakFault[];
 }
+
+/** Whether `fault` may land on `target`: its hook, where the fault needs one, and its operator's meaning for it. */
+const lands = (fault: SoakFault, target: SoakTarget): boolean =>
+  (target.withLeaderhook || !(SOAK_FAULTS[fault] as SoakFaultText).needsLeaderhook) && !target.excludedFaults?.includes(fault);
 
 export interface SoakPlanInput {
   durationMs: number;
@@ -119,6 +130,8 @@ function validate(input: SoakPlanInput): void {
     if (text.scope === 'target' && targets.length === 0) throw new Error(`"${fault}" hits a namespace, and no target namespace is given`);
     if (text.needsLeaderhook && !targets.some((target) => target.withLeaderhook))
       throw new Error(`"${fault}" needs a namespace with leaderhook, and no target has it`);
+    if (text.scope === 'target' && !targets.some((target) => lands(fault, target)))
+      throw new Error(`"${fault}" means nothing for the operator of any target namespace: give it weight 0`);
   }
 }
 
@@ -162,9 +175,7 @@ export function planSoak(input: SoakPlanInput): PlannedFault[] {
       plan.push({ atMs, fault, target: CLUSTER_TARGET });
       continue;
     }
-    const eligible = input.targets.filter(
-      (target) => (target.withLeaderhook || !text.needsLeaderhook) && !coolingDown(target.namespace, atMs, input.targetCooldownMs),
-    );
+    const eligible = input.targets.filter((target) => lands(fault, target) && !coolingDown(target.namespace, atMs, input.targetCooldownMs));
     if (eligible.length === 0) continue;
     const { namespace } = eligible[Math.floor(choice * eligible.length)]!;
     lastAt.set(namespace, atMs);

@@ -4,34 +4,40 @@
  *
  *   npm run bench:soak -- [--duration 2h] [--seed N] [--mean-interval 30s] [--operators lfl-operator,...] [--out FILE] [--docs DIR]
  *
- * Each operator of test/operators (kopf aside: its peering is no lock this
- * recorder follows, and its own e2e and bench cover it) runs as a Deployment
- * of 2 in two namespaces, one opted in to leaderhook and one not. A seeded
- * schedule (soak-plan.ts) hits them with bench:faults' faults at random
- * (soak-faults.ts), and on a cluster of two nodes or more drains a node as an
- * upgrade does (npm run cluster:up -- --nodes 3 first); meanwhile the soak
- * looks every second at who leads each namespace (soak-leaders.ts), samples
- * every minute each container's working set, CPU time and restarts, each
- * hook's watches, and each hook's and webhook replica's heap
- * (soak-samples.ts), and every five minutes runs the split-brain checker over
- * each namespace's recording. The
+ * Each operator of test/operators runs in two namespaces, one opted in to
+ * leaderhook and one not: as a Deployment of 2, and kopf-operator as two bare
+ * pods the soak replaces itself, below every replica before them
+ * (soak-operators.ts, soak-kopf.ts), its peering recorded and followed as its
+ * lock. A seeded schedule (soak-plan.ts) hits them with bench:faults' faults
+ * at random (soak-faults.ts), and on a cluster of two nodes or more drains a
+ * node as an upgrade does (npm run cluster:up -- --nodes 3 first); meanwhile
+ * the soak looks every second at who leads each namespace (soak-leaders.ts)
+ * and keeps kopf-operator's two pods, samples every minute each container's
+ * working set, CPU time and restarts, each hook's watches, and each hook's
+ * and webhook replica's heap (soak-samples.ts), and every five minutes runs
+ * the split-brain checker over each namespace's recording. The
  * record (soak-analysis.ts: run, fault, check, sample and watch lines) goes
  * to --out as it happens; docs/soak.md is rendered from it at the end (--docs).
  * The last part of the run has no faults, so the last check sees every
- * operator settled. Runs inside the cluster's network namespace (the npm
- * script enters it); stops by itself, and on SIGINT or SIGTERM cleans up.
+ * operator settled. A seed draws its faults over the namespaces of the
+ * operators run: to run the faults of a record made before kopf-operator
+ * joined again, name the four it ran (--operators
+ * lfl-operator,lease-operator,client-go-operator,josdk-operator). Runs
+ * inside the cluster's network namespace (the npm script enters it); stops
+ * by itself, and on SIGINT or SIGTERM cleans up.
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { createOperatorsNamespace, lockOf, type OperatorName, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
+import { createOperatorsNamespace, type OperatorsNamespace, waitForLeader } from '../support/failover-trial.ts';
 import { clusterProcessFaultsUnavailable, WEBHOOK_NAMESPACE } from '../support/faults.ts';
 import { connectTestCluster, core, refuseLeftovers } from '../support/kube.ts';
 import { deleteNamespaceAndWait, installLeaderhook } from '../support/leaderhook.ts';
 import { fewerNodesThan } from '../support/nodes.ts';
 import { say } from '../support/progress.ts';
-import { newestRv, splitBrainViolations } from '../support/recording.ts';
+import { newestRv } from '../support/recording.ts';
+import { checkSplitBrain } from '../support/split-brain.ts';
 import {
   type LeaderObservation,
   leaderGaps,
@@ -42,13 +48,13 @@ import {
   type SoakRunRecord,
 } from './soak-analysis.ts';
 import { applyFault } from './soak-faults.ts';
-import { LeaderTracker } from './soak-leaders.ts';
-import { CLUSTER_TARGET, parseDurationMs, planSoak, type SoakFault } from './soak-plan.ts';
+import { LeaderTracker, type SoakLock, soakLockOf } from './soak-leaders.ts';
+import { applyKopfCrds, createKopfNamespace, deleteKopfNamespace, type KopfReplicas, waitForKopfLeader } from './soak-kopf.ts';
+import { excludedFaults, heartbeatIntervalArg, isSoakOperator, runsAsBarePods, SOAK_OPERATORS, type SoakOperator } from './soak-operators.ts';
+import { CLUSTER_TARGET, parseDurationMs, planSoak, SOAK_FAULTS, type SoakFault } from './soak-plan.ts';
 import { writeSoakReport } from './soak-report.ts';
 import { HOOK_METRICS_PORT, hookMetrics, sampleContainers, webhookHeaps } from './soak-samples.ts';
 import { finishRunRecord } from './trial-args.ts';
-
-const OPERATORS: readonly OperatorName[] = ['lfl-operator', 'lease-operator', 'client-go-operator', 'josdk-operator'];
 
 /**
  * How often each fault is drawn, relative to the others: the failovers users
@@ -75,15 +81,15 @@ const SETTLE_MS = 180_000;
 const LOOK_EVERY_MS = 1_000;
 const SAMPLE_EVERY_MS = 60_000;
 const CHECK_EVERY_MS = 300_000;
-/** The soak's operators write a heartbeat every 500 ms, not the 100 ms of the trials: hours of them are held in memory. */
-const HEARTBEAT_INTERVAL = '500ms';
 
 const usage = `usage: npm run bench:soak -- [--duration 2h] [--seed N] [--mean-interval 30s] [--operators LIST] [--out FILE] [--docs DIR]
 
   --duration D       how long faults are applied, then ${SETTLE_MS / 60_000} min without (default 2h; 90m, 1h30m, 5m)
-  --seed N           the fault schedule's seed, a 32-bit integer (default: drawn; the record keeps it to run the same again)
+  --seed N           the fault schedule's seed, a 32-bit integer (default: drawn; the record keeps it to run the same again,
+                     with the same --operators: the faults are drawn over their namespaces)
   --mean-interval D  the mean time between two faults (default 30s)
-  --operators LIST   comma-separated, of ${OPERATORS.join(', ')} (default all)
+  --operators LIST   comma-separated, of ${SOAK_OPERATORS.join(', ')} (default all;
+                     kopf-operator is never drawn a rollout restart: its pods are bare)
   --out FILE         the record, one JSON line per fault, check, sample and watch (default: a new file in /tmp)
   --docs DIR         where soak.md is rendered at the end, made if missing (default: none)
 `;
@@ -95,7 +101,7 @@ function parseSoakArgs(argv: readonly string[]) {
       duration: { type: 'string', default: '2h' },
       seed: { type: 'string' },
       'mean-interval': { type: 'string', default: '30s' },
-      operators: { type: 'string', default: OPERATORS.join(',') },
+      operators: { type: 'string', default: SOAK_OPERATORS.join(',') },
       out: { type: 'string' },
       docs: { type: 'string' },
       help: { type: 'boolean', default: false },
@@ -110,11 +116,11 @@ function parseSoakArgs(argv: readonly string[]) {
   const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
   if (!Number.isInteger(seed) || seed < 0 || seed >= 2 ** 32) throw new Error(`--seed must be a whole number from 0 to 2^32 - 1, got ${values.seed}`);
   const operators = values.operators.split(',').map((name) => name.trim());
-  for (const name of operators) if (!OPERATORS.includes(name as OperatorName)) throw new Error(`--operators: "${name}" is not one of ${OPERATORS.join(', ')}`);
+  for (const name of operators) if (!isSoakOperator(name)) throw new Error(`--operators: "${name}" is not one of ${SOAK_OPERATORS.join(', ')}`);
   if (new Set(operators).size !== operators.length) throw new Error(`--operators names one twice: ${values.operators}`);
   const out = values.out ?? `/tmp/leaderhook-soak-${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`;
   if (existsSync(out)) throw new Error(`--out ${out} exists: the record of another run is never written over`);
-  return { durationMs, meanIntervalMs, seed, operators: operators as OperatorName[], out, docs: values.docs };
+  return { durationMs, meanIntervalMs, seed, operators: operators as SoakOperator[], out, docs: values.docs };
 }
 
 let args: ReturnType<typeof parseSoakArgs>;
@@ -138,7 +144,10 @@ connectTestCluster();
 await refuseLeftovers('bench:soak');
 
 interface SoakNamespace extends OperatorsNamespace {
-  operator: OperatorName;
+  operator: SoakOperator;
+  lock: SoakLock;
+  /** kopf-operator's bare pods, which the soak keeps itself. */
+  replicas?: KopfReplicas;
   tracker: LeaderTracker;
   /** The leader at the last look, which a fault hits. */
   leader: string | undefined;
@@ -159,7 +168,7 @@ const write = (record: SoakRecord) => appendFileSync(args.out, `${JSON.stringify
  */
 function check(ns: SoakNamespace, atMs: number, final = false): SoakRecord[] {
   const upTo = newestRv(ns.recording);
-  const found = splitBrainViolations(ns.recording, lockOf(ns.operator)).filter((v) => v.firstRv > ns.checkedRv);
+  const found = checkSplitBrain(ns.lock.history(ns.recording)).filter((v) => v.firstRv > ns.checkedRv);
   // a stretch a relisted watch could not see is no split brain seen, and no proof of none
   const seen = found.filter((v) => v.kind !== 'unobserved');
   const gaps = leaderGaps(ns.observations, atMs).get(ns.name) ?? [];
@@ -204,7 +213,16 @@ async function main(): Promise<void> {
   if (apiServerFault) say(`no API server restarts in this soak: ${apiServerFault}`);
   const drainFault = fewerNodesThan(2);
   if (drainFault) say(`no node drains in this soak: ${drainFault}`);
-  const unavailable = new Set<SoakFault>([...(apiServerFault ? ['restart-apiserver' as const] : []), ...(drainFault ? ['drain-node' as const] : [])]);
+  // a target fault every operator run excludes (a rollout restart of kopf-operator alone) has nothing to land on
+  const meaningless = FAULT_WEIGHTS.filter(
+    ({ fault }) => SOAK_FAULTS[fault].scope === 'target' && args.operators.every((operator) => excludedFaults(operator).includes(fault)),
+  ).map(({ fault }) => fault);
+  if (meaningless.length > 0) say(`no ${meaningless.join(', ')} in this soak: none of its operators has one`);
+  const unavailable = new Set<SoakFault>([
+    ...(apiServerFault ? ['restart-apiserver' as const] : []),
+    ...(drainFault ? ['drain-node' as const] : []),
+    ...meaningless,
+  ]);
   const weights = FAULT_WEIGHTS.map((w) => (unavailable.has(w.fault) ? { ...w, weight: 0 } : w));
   say('installing leaderhook (deploy/)');
   const uninstall = await installLeaderhook({ debugLog: false });
@@ -212,22 +230,23 @@ async function main(): Promise<void> {
   const stopping = new AbortController();
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stopping.abort(signal));
   try {
+    if (args.operators.some(runsAsBarePods)) applyKopfCrds();
     for (const operator of args.operators) {
       for (const withLeaderhook of [true, false]) {
         const name = `soak-${operator.replace(/-operator$/, '')}-${withLeaderhook ? 'with' : 'without'}`;
-        const ns = await createOperatorsNamespace(name, {
-          withLeaderhook,
-          operators: [operator],
-          labels: { 'leaderhook.io/bench': 'soak' },
-          operatorOptions: {
-            extraArgs: [`--heartbeat-interval=${HEARTBEAT_INTERVAL}`],
-            ...(withLeaderhook ? { annotations: { 'leaderhook.io/hook-metrics-port': String(HOOK_METRICS_PORT) } } : {}),
-          },
-        });
+        const labels = { 'leaderhook.io/bench': 'soak' };
+        const extraArgs = [heartbeatIntervalArg(operator)];
+        const annotations: Record<string, string> = withLeaderhook ? { 'leaderhook.io/hook-metrics-port': String(HOOK_METRICS_PORT) } : {};
+        const ns =
+          operator === 'kopf-operator'
+            ? await createKopfNamespace(name, { withLeaderhook, labels, extraArgs, annotations })
+            : await createOperatorsNamespace(name, { withLeaderhook, operators: [operator], labels, operatorOptions: { extraArgs, annotations } });
+        const lock = soakLockOf(operator);
         namespaces.push({
           ...ns,
           operator,
-          tracker: new LeaderTracker(ns.recording, lockOf(operator)),
+          lock,
+          tracker: new LeaderTracker(ns.recording, lock),
           leader: undefined,
           observations: [],
           leftHeld: [],
@@ -236,7 +255,13 @@ async function main(): Promise<void> {
         });
       }
     }
-    for (const ns of namespaces) say(`${ns.name}: ${await waitForLeader(ns.recording, ns.operator, ns.name, 0, 300_000)} leads`);
+    for (const ns of namespaces) {
+      const leader =
+        ns.operator === 'kopf-operator'
+          ? await waitForKopfLeader(ns.replicas!, ns.tracker, 300_000)
+          : await waitForLeader(ns.recording, ns.operator, ns.name, 0, 300_000);
+      say(`${ns.name}: ${leader} leads`);
+    }
     // the first fault may come before the first look of the loop
     for (const ns of namespaces) ns.leader = ns.tracker.look().leader;
 
@@ -244,7 +269,7 @@ async function main(): Promise<void> {
       durationMs: args.durationMs + SETTLE_MS,
       meanIntervalMs: args.meanIntervalMs,
       faults: weights,
-      targets: namespaces.map((ns) => ({ namespace: ns.name, withLeaderhook: ns.withLeaderhook })),
+      targets: namespaces.map((ns) => ({ namespace: ns.name, withLeaderhook: ns.withLeaderhook, excludedFaults: excludedFaults(ns.operator) })),
       seed: args.seed,
       targetCooldownMs: TARGET_COOLDOWN_MS,
       clusterCooldownMs: CLUSTER_COOLDOWN_MS,
@@ -275,6 +300,7 @@ async function main(): Promise<void> {
     };
     // every container's restart count before the first fault: the baseline its restarts count from
     await sampleAll();
+    const barePods = namespaces.some((ns) => runsAsBarePods(ns.operator));
     const faults = (async () => {
       for (const planned of plan) {
         const wait = start + planned.atMs - Date.now();
@@ -284,13 +310,13 @@ async function main(): Promise<void> {
         const target = ns && {
           namespace: ns.name,
           withLeaderhook: ns.withLeaderhook,
-          deployment: ns.operator,
+          deployment: runsAsBarePods(ns.operator) ? undefined : ns.operator,
           leader: ns.leader,
           podNow: (pod: string) => ns.recording.podNow.get(pod),
         };
         const at = atMs();
         const leaderNodes = namespaces.map((each) => (each.leader ? each.recording.podNow.get(each.leader)?.spec?.nodeName : undefined));
-        const outcome = await applyFault(planned.fault, target, { leaderNodes }).catch((error: unknown) => ({
+        const outcome = await applyFault(planned.fault, target, { leaderNodes, barePods }).catch((error: unknown) => ({
           target: target?.leader ?? '',
           outcome: 'failed' as const,
           detail: (error as Error).message,
@@ -308,7 +334,7 @@ async function main(): Promise<void> {
         );
       }
     })();
-    const looks = every(LOOK_EVERY_MS, end, stopping.signal, () => {
+    const looks = every(LOOK_EVERY_MS, end, stopping.signal, async () => {
       const now = Date.now();
       for (const ns of namespaces) {
         const look = ns.tracker.look(now);
@@ -320,19 +346,27 @@ async function main(): Promise<void> {
         }
       }
     });
+    // a loop of its own: a create the API server is slow to answer (being restarted) must not hold up the looks
+    const keeps = every(LOOK_EVERY_MS, end, stopping.signal, async () => {
+      for (const ns of namespaces) {
+        // one namespace's failed create leaves the others' pods kept
+        const created = await ns.replicas?.keep().catch((error: unknown) => say(`${ns.name}: replacing a kopf-operator pod: ${(error as Error).message}`));
+        if (created) say(`${ns.name}: created ${created}`);
+      }
+    });
     const samples = every(SAMPLE_EVERY_MS, end, stopping.signal, sampleAll);
     const checks = every(CHECK_EVERY_MS, end, stopping.signal, () => {
       const at = atMs();
       for (const ns of namespaces) for (const record of check(ns, at)) write(record);
     });
-    await Promise.all([faults, looks, samples, checks]);
+    await Promise.all([faults, looks, keeps, samples, checks]);
     // the last word: every namespace checked once more at the end of the settling
     const at = atMs();
     for (const ns of namespaces) for (const record of check(ns, at, true)) write(record);
     finishRunRecord(args.out, run);
   } finally {
     for (const ns of namespaces) await ns.recording.stop();
-    for (const ns of namespaces) await deleteNamespaceAndWait(ns.name);
+    for (const ns of namespaces) await (ns.replicas ? deleteKopfNamespace(ns.name) : deleteNamespaceAndWait(ns.name));
     await uninstall();
   }
   const records = parseSoakRecords(readFileSync(args.out, 'utf8'));

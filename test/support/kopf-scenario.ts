@@ -7,11 +7,12 @@
  * failover read off the recording: when the leader's entry went, who took
  * over, and whether any heartbeat was written by a replica kopf did not let run.
  * kopf has no lock: its peering is followed as a Lease held by the entry of the
- * highest priority (kopfPeering in operators.ts).
+ * highest priority (test/support/kopf-peering.ts).
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CustomObjectsApi, type V1Lease, type V1PodSpec, type V1Role, type V1RoleBinding, type V1StatefulSet, Watch } from '@kubernetes/client-node';
+import { CustomObjectsApi, type V1PodSpec, type V1PodTemplateSpec, type V1Role, type V1RoleBinding, type V1StatefulSet, Watch } from '@kubernetes/client-node';
+import { type KopfPeeringObject, type PeerEntry, peeringAsLease } from './kopf-peering.ts';
 import { core, createTestNamespace, kubeConfig, rbac } from './kube.ts';
 import { failByDeadline, grantKopfPeering, grantReleaseHook, holdTerminating, INJECTION_LABEL, kubectl, releaseTerminating } from './leaderhook.ts';
 import { applyOperatorRbac, kopfPeering, OPERATOR_CONTAINER, operatorObjects, RELEASE_HOOK_CONTAINER, record } from './operators.ts';
@@ -27,15 +28,6 @@ export const STANDBY = 'kopf-operator-1';
 /** kopf's default peering lifetime (PeeringSettings.lifetime), which the manifest keeps. */
 export const LIFETIME_MS = 60_000;
 
-export interface PeerEntry {
-  priority?: number;
-  lifetime?: number;
-  lastseen?: string;
-}
-export interface KopfPeeringObject {
-  metadata?: { name?: string; resourceVersion?: string };
-  status?: Record<string, PeerEntry | null>;
-}
 export interface PeeringEvent extends ObservedWrite<KopfPeeringObject> {
   /** Local time the event arrived. */
   at: number;
@@ -122,14 +114,6 @@ function watchPeering(namespace: string): PeeringWatch {
   return watch;
 }
 
-/** The identity of the entry of the highest priority: whom kopf lets run (none when two share it: kopf pauses both). */
-export function topPeer(object: KopfPeeringObject | undefined): string | undefined {
-  const entries = Object.entries(object?.status ?? {}).filter((entry): entry is [string, PeerEntry] => entry[1] !== null);
-  const top = Math.max(...entries.map(([, entry]) => entry.priority ?? 0));
-  const first = entries.filter(([, entry]) => (entry.priority ?? 0) === top);
-  return first.length === 1 ? first[0]?.[0] : undefined;
-}
-
 /** The first revision after `since` without `identity`'s entry: removed by its own process (lifetime 0 → null) or by a peer that found it dead. */
 export function entryRemoved(peering: PeeringWatch, identity: string, since: number): PeeringEvent | undefined {
   return peering.events.find((event) => event.at > since && event.type !== 'DELETED' && !event.object.status?.[identity]);
@@ -160,7 +144,7 @@ export interface KopfScenario {
 }
 
 /** Waits until the anchor ConfigMap (which carries kopf's finalizer while a daemon runs on it) is gone, taking the finalizer off a namespace being deleted. */
-async function releaseAnchor(namespace: string): Promise<void> {
+export async function releaseAnchor(namespace: string): Promise<void> {
   for (let tries = 0; tries < 60; tries++) {
     try {
       kubectl(['-n', namespace, 'patch', 'configmap', 'kopf-operator-anchor', '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
@@ -169,6 +153,29 @@ async function releaseAnchor(namespace: string): Promise<void> {
     }
     await sleep(1000);
   }
+}
+
+/**
+ * kopf-operator.yaml's Role and binding in `namespace` (test/operators/rbac.yaml
+ * applied before), then its KopfPeering once `beforePeering` has resolved;
+ * resolves with the StatefulSet's pod template.
+ */
+export async function applyKopfObjects(
+  namespace: string,
+  beforePeering: () => Promise<unknown> = async () => {},
+): Promise<V1PodTemplateSpec & { spec: V1PodSpec }> {
+  const objects = operatorObjects('kopf-operator');
+  const statefulSet = objects.find((o) => o.kind === 'StatefulSet') as V1StatefulSet;
+  await rbac.createNamespacedRole({ namespace, body: objects.find((o) => o.kind === 'Role') as V1Role });
+  const binding = objects.find((o) => o.kind === 'RoleBinding') as V1RoleBinding;
+  for (const subject of binding.subjects ?? []) subject.namespace = namespace;
+  await rbac.createNamespacedRoleBinding({ namespace, body: binding });
+  const body = objects.find((o) => o.kind === 'KopfPeering');
+  await beforePeering();
+  await customObjects().createNamespacedCustomObject({ group: 'kopf.dev', version: 'v1', namespace, plural: 'kopfpeerings', body });
+  const template = statefulSet.spec?.template;
+  assert.ok(template?.spec, 'kopf-operator.yaml holds a StatefulSet with a pod template');
+  return template as V1PodTemplateSpec & { spec: V1PodSpec };
 }
 
 /**
@@ -202,22 +209,13 @@ export async function setUpKopf(
   await applyOperatorRbac(namespace);
   if (hook) await grantReleaseHook(namespace, 'test-operator');
   if (hook) await grantKopfPeering(namespace, 'test-operator');
-  const objects = operatorObjects('kopf-operator');
-  const statefulSet = objects.find((o) => o.kind === 'StatefulSet') as V1StatefulSet;
-  await rbac.createNamespacedRole({ namespace, body: objects.find((o) => o.kind === 'Role') as V1Role });
-  const binding = objects.find((o) => o.kind === 'RoleBinding') as V1RoleBinding;
-  for (const subject of binding.subjects ?? []) subject.namespace = namespace;
-  await rbac.createNamespacedRoleBinding({ namespace, body: binding });
-  const body = objects.find((o) => o.kind === 'KopfPeering');
   // created before the watch's first list answered, its creation and first writes would be seen only in
   // that list, and the split-brain check could not rule out a second leader before it (a loaded API server)
-  await waitFor('the KopfPeering watch to list before the object exists', async () => peering.listed, 60_000, 100);
-  await customObjects().createNamespacedCustomObject({ group: 'kopf.dev', version: 'v1', namespace, plural: 'kopfpeerings', body });
-
-  const template = statefulSet.spec?.template;
-  assert.ok(template?.spec, 'kopf-operator.yaml holds a StatefulSet with a pod template');
+  const template = await applyKopfObjects(namespace, () =>
+    waitFor('the KopfPeering watch to list before the object exists', async () => peering.listed, 60_000, 100),
+  );
   const createPod = async (name: string, extraSpec: Partial<V1PodSpec> = {}): Promise<string> => {
-    const spec = { ...structuredClone(template.spec!), ...extraSpec };
+    const spec = { ...structuredClone(template.spec), ...extraSpec };
     for (const c of spec.containers) if (c.name === OPERATOR_CONTAINER) c.args = [...(c.args ?? []), ...extraArgs];
     const pod = await core.createNamespacedPod({ namespace, body: { metadata: { ...template.metadata, name }, spec } });
     return pod.metadata?.uid as string;
@@ -324,14 +322,8 @@ export async function stopAndCheck({ recording, peering }: KopfScenario): Promis
   await sleep(1000);
   await recording.stop();
   peering.stop();
-  const leases: ObservedWrite<V1Lease>[] = peering.events.map((event) => ({
-    type: event.type,
-    rv: event.rv,
-    ...(event.relisted ? { relisted: true } : {}),
-    object: { metadata: { name: kopfPeering.name }, spec: { holderIdentity: event.type === 'DELETED' ? undefined : topPeer(event.object) } },
-  }));
   return {
-    violations: checkSplitBrain({ lock: kopfPeering, configMaps: recording.configMaps, leases }),
+    violations: checkSplitBrain({ lock: kopfPeering, configMaps: recording.configMaps, leases: peering.events.map(peeringAsLease) }),
     lost: [...recording.errors.map(String), ...peering.interruptions.filter((line) => line.includes('410'))],
     heartbeats: heartbeats(recording, kopfPeering.heartbeat).length,
   };

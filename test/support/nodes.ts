@@ -94,11 +94,14 @@ export interface DrainOutcome {
  * `kubectl drain` of node `name` as a cluster upgrade does it: cordon, then
  * every pod but DaemonSets' evicted through the Eviction API, which honours
  * PodDisruptionBudgets (kubectl retries a refused eviction every 5 s).
+ * kubectl refuses a node with a pod no controller owns; `barePods` evicts
+ * those too (--force), for pods something else replaces.
  */
-export function drain(name: string, timeoutS = 240): Promise<DrainOutcome> {
+export function drain(name: string, timeoutS = 240, { barePods = false }: { barePods?: boolean } = {}): Promise<DrainOutcome> {
   const startedAt = Date.now();
   const lines: DrainOutcome['lines'] = [];
-  const child = spawn('kubectl', ['--kubeconfig', kubeconfigPath, 'drain', name, '--ignore-daemonsets', '--delete-emptydir-data', `--timeout=${timeoutS}s`], {
+  const args = ['drain', name, '--ignore-daemonsets', '--delete-emptydir-data', `--timeout=${timeoutS}s`, ...(barePods ? ['--force'] : [])];
+  const child = spawn('kubectl', ['--kubeconfig', kubeconfigPath, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   for (const stream of [child.stdout, child.stderr]) {

@@ -1,8 +1,8 @@
 /**
  * Recording what happens in a test namespace, for the failover tests
  * (read by test/support/recording.ts): watches on pods, ConfigMaps, Leases and Events
- * that never give up, and the JSON logs of chosen containers, followed run
- * by run (per container instance).
+ * (and, asked to, kopf's KopfPeering objects) that never give up, and the JSON
+ * logs of chosen containers, followed run by run (per container instance).
  *
  * Each watch starts from a list. A watch that fails is resumed at the last
  * resourceVersion seen, so the API server replays what was missed; one that
@@ -25,6 +25,7 @@ import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type CoreV1Event, type V1ConfigMap, type V1Lease, type V1Pod, type V1Status, Watch } from '@kubernetes/client-node';
 import { type ContainerRun, describeRun, runKey, runsOf, whereIsRun } from './container-runs.ts';
+import type { KopfPeeringObject } from './kopf-peering.ts';
 import { kubeConfig } from './kube.ts';
 import { readBody, sendApiRequest } from './raw-api.ts';
 import { relistChanges } from './relist.ts';
@@ -63,6 +64,8 @@ export interface Recording {
   configMaps: Observed<V1ConfigMap>[];
   leases: Observed<V1Lease>[];
   events: Observed<CoreV1Event>[];
+  /** Empty unless the recording was asked to watch them (startRecording's `kopfPeerings`): a cluster without kopf's CRDs has none to watch. */
+  kopfPeerings: Observed<KopfPeeringObject>[];
   logs: LogLine[];
   /** The last state seen of each pod; undefined once it is gone. */
   podNow: Map<string, V1Pod | undefined>;
@@ -309,10 +312,16 @@ async function followRun(namespace: string, run: ContainerRun, recording: Record
 
 /**
  * Records everything that happens in `namespace` from now on: pods,
- * ConfigMaps, Leases and Events, and the logs of `containers` of every pod,
- * run by run; `locks` name what the split-brain check reads afterwards.
+ * ConfigMaps, Leases and Events, with `kopfPeerings` kopf's KopfPeering
+ * objects too, and the logs of `containers` of every pod, run by run; `locks`
+ * name what the split-brain check reads afterwards.
  */
-export async function startRecording(namespace: string, containers: string[], locks: LockUnderTest[]): Promise<Recording> {
+export async function startRecording(
+  namespace: string,
+  containers: string[],
+  locks: LockUnderTest[],
+  { kopfPeerings = false }: { kopfPeerings?: boolean } = {},
+): Promise<Recording> {
   const recording: Recording = {
     namespace,
     locks,
@@ -320,6 +329,7 @@ export async function startRecording(namespace: string, containers: string[], lo
     configMaps: [],
     leases: [],
     events: [],
+    kopfPeerings: [],
     logs: [],
     podNow: new Map(),
     interruptions: [],
@@ -349,6 +359,9 @@ export async function startRecording(namespace: string, containers: string[], lo
     watchAll<V1ConfigMap>(`/api/v1/namespaces/${namespace}/configmaps`, recording.configMaps, () => {}, recording),
     watchAll<V1Lease>(`/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`, recording.leases, () => {}, recording),
     watchAll<CoreV1Event>(`/api/v1/namespaces/${namespace}/events`, recording.events, () => {}, recording),
+    ...(kopfPeerings
+      ? [watchAll<KopfPeeringObject>(`/apis/kopf.dev/v1/namespaces/${namespace}/kopfpeerings`, recording.kopfPeerings, () => {}, recording)]
+      : []),
   ];
   recording.stop = async () => {
     stopFollowing.abort();

@@ -178,7 +178,7 @@ export function podGone(recording: Recording, pod: string): Observed<V1Pod> | un
 /** The newest revision the recording has seen, of any object: where the window of a trial or a check starts. */
 export function newestRv(recording: Recording): bigint {
   let rv = 0n;
-  for (const list of [recording.configMaps, recording.leases, recording.pods]) {
+  for (const list of [recording.configMaps, recording.leases, recording.pods, recording.kopfPeerings]) {
     for (const event of list) if (event.rv > rv) rv = event.rv;
   }
   return rv;

@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1ConfigMap, V1Pod } from '@kubernetes/client-node';
-import { DEAD_HOLDER_GRACE_MS, HEARTBEAT_SILENCE_MS, LeaderTracker } from '../bench/soak-leaders.ts';
+import { DEAD_HOLDER_GRACE_MS, HEARTBEAT_SILENCE_MS, LeaderTracker, soakLockOf } from '../bench/soak-leaders.ts';
 import { heapFigures, watchStates } from '../bench/soak-samples.ts';
-import { lockOf } from '../support/failover-trial.ts';
+import type { KopfPeeringObject } from '../support/kopf-peering.ts';
 import type { Observed, Recording } from '../support/recorder.ts';
 
 let rv = 0n;
@@ -27,15 +27,45 @@ const beat = (pod: string, at: number): Observed<V1ConfigMap> => ({
 const running: V1Pod = { status: { phase: 'Running' } };
 
 function recording(): Recording {
-  return { configMaps: [], leases: [], pods: [], events: [], logs: [], podNow: new Map(), interruptions: [], errors: [] } as unknown as Recording;
+  return {
+    configMaps: [],
+    leases: [],
+    pods: [],
+    events: [],
+    kopfPeerings: [],
+    logs: [],
+    podNow: new Map(),
+    interruptions: [],
+    errors: [],
+  } as unknown as Recording;
 }
+
+const peering = (at: number, status: KopfPeeringObject['status'], type: 'ADDED' | 'MODIFIED' = 'MODIFIED'): Observed<KopfPeeringObject> => ({
+  type,
+  rv: ++rv,
+  at,
+  object: { metadata: { name: 'kopf-operator' }, status },
+});
+const kopfBeat = (pod: string, at: number): Observed<V1ConfigMap> => ({
+  type: 'MODIFIED',
+  rv: ++rv,
+  at,
+  object: { metadata: { name: 'kopf-operator-heartbeat' }, data: { holder: pod, seq: '1', time: new Date(at).toISOString() } },
+});
+const podSeen = (name: string, uid: string, at: number): Observed<V1Pod> => ({
+  type: 'ADDED',
+  rv: ++rv,
+  at,
+  object: { metadata: { name, uid }, status: { phase: 'Running' } },
+});
+const entry = (priority: number) => ({ priority, lifetime: 60, lastseen: '2026-12-01T00:00:00.000000+00:00' });
 
 describe('LeaderTracker', () => {
   it('counts the holder as leading only while its heartbeats come', () => {
     const rec = recording();
     rec.podNow.set('a', running);
     rec.configMaps.push(lock('a', 1_000), beat('a', 1_000));
-    const tracker = new LeaderTracker(rec, lockOf('lfl-operator'));
+    const tracker = new LeaderTracker(rec, soakLockOf('lfl-operator'));
     assert.deepEqual(tracker.look(1_500), { leader: 'a', holder: 'a' });
     assert.deepEqual(tracker.look(1_000 + HEARTBEAT_SILENCE_MS + 1), { leader: undefined, holder: 'a' }, 'silent: not leading');
     rec.configMaps.push(beat('b', 5_000));
@@ -48,7 +78,7 @@ describe('LeaderTracker', () => {
     const rec = recording();
     rec.podNow.set('a', running);
     rec.configMaps.push(lock('a', 0));
-    const tracker = new LeaderTracker(rec, lockOf('lfl-operator'));
+    const tracker = new LeaderTracker(rec, soakLockOf('lfl-operator'));
     assert.equal(tracker.look(1_000).newlyLeftHeld, undefined);
     rec.podNow.set('a', { status: { phase: 'Failed' } });
     assert.equal(tracker.look(2_000).newlyLeftHeld, undefined, 'the grace starts');
@@ -60,7 +90,7 @@ describe('LeaderTracker', () => {
   it('starts the grace again when the holder runs or the lock is freed in time', () => {
     const rec = recording();
     rec.configMaps.push(lock('a', 0));
-    const tracker = new LeaderTracker(rec, lockOf('lfl-operator'));
+    const tracker = new LeaderTracker(rec, soakLockOf('lfl-operator'));
     assert.equal(tracker.look(1_000).newlyLeftHeld, undefined, 'a pod gone (never seen running) starts the grace');
     rec.configMaps.push(lockDeleted(30_000));
     assert.equal(tracker.look(30_000).holder, undefined);
@@ -72,6 +102,64 @@ describe('LeaderTracker', () => {
       'the grace counts from the first look that sees the lock name it again',
     );
     assert.equal(tracker.look(40_000 + DEAD_HOLDER_GRACE_MS).newlyLeftHeld, 'a');
+  });
+});
+
+describe('LeaderTracker on kopf-operator', () => {
+  it("counts the pod whose UID is the peering's top entry as leading while its heartbeats come", () => {
+    const rec = recording();
+    rec.pods.push(podSeen('kopf-operator-0', 'uid-0', 0), podSeen('kopf-operator-1', 'uid-1', 0));
+    for (const pod of ['kopf-operator-0', 'kopf-operator-1']) rec.podNow.set(pod, running);
+    rec.kopfPeerings.push(peering(1_000, { 'uid-0': entry(100), 'uid-1': entry(99) }, 'ADDED'));
+    rec.configMaps.push(kopfBeat('kopf-operator-0', 1_000));
+    const tracker = new LeaderTracker(rec, soakLockOf('kopf-operator'));
+    assert.deepEqual(tracker.look(1_500), { leader: 'kopf-operator-0', holder: 'kopf-operator-0' });
+    rec.configMaps.push(kopfBeat('kopf-operator-1', 2_000));
+    assert.equal(tracker.look(2_100).leader, 'kopf-operator-0', "the standby's heartbeats make it no leader while the top entry is not its own");
+    // the leader's clean exit sets its entry to null; the standby resumes
+    rec.kopfPeerings.push(peering(3_000, { 'uid-0': null, 'uid-1': entry(99) }));
+    rec.configMaps.push(kopfBeat('kopf-operator-1', 3_100));
+    assert.deepEqual(tracker.look(3_200), { leader: 'kopf-operator-1', holder: 'kopf-operator-1' });
+    rec.kopfPeerings.push(peering(4_000, { 'uid-1': entry(99), 'uid-2': entry(98) }));
+    assert.equal(tracker.look(4_100).holder, 'kopf-operator-1', 'a replacement joins below the leader');
+  });
+
+  it("names a UID whose pod is not seen yet by the UID, and its pod's name once it is", () => {
+    const rec = recording();
+    rec.kopfPeerings.push(peering(0, { 'uid-0': entry(100) }, 'ADDED'));
+    const tracker = new LeaderTracker(rec, soakLockOf('kopf-operator'));
+    assert.equal(tracker.look(1_000).holder, 'uid-0');
+    rec.pods.push(podSeen('kopf-operator-0', 'uid-0', 1_500));
+    rec.podNow.set('kopf-operator-0', running);
+    assert.equal(tracker.look(2_000).holder, 'kopf-operator-0');
+  });
+
+  it('says once that the peering is left held by an entry of a pod that can never run, kept on top past the grace', () => {
+    const rec = recording();
+    rec.pods.push(podSeen('kopf-operator-0', 'uid-0', 0), podSeen('kopf-operator-1', 'uid-1', 0));
+    rec.podNow.set('kopf-operator-0', running);
+    rec.podNow.set('kopf-operator-1', running);
+    rec.kopfPeerings.push(peering(0, { 'uid-0': entry(100), 'uid-1': entry(99) }, 'ADDED'));
+    const tracker = new LeaderTracker(rec, soakLockOf('kopf-operator'));
+    assert.equal(tracker.look(1_000).newlyLeftHeld, undefined);
+    // killed without kopf's cleanup, its pod gone: the entry stays on top and the standby stays paused
+    rec.podNow.set('kopf-operator-0', undefined);
+    assert.equal(tracker.look(2_000).newlyLeftHeld, undefined, 'the grace starts');
+    assert.equal(tracker.look(2_000 + DEAD_HOLDER_GRACE_MS).newlyLeftHeld, 'kopf-operator-0');
+    assert.equal(tracker.look(3_000 + DEAD_HOLDER_GRACE_MS).newlyLeftHeld, undefined, 'counted once');
+    rec.kopfPeerings.push(peering(4_000 + DEAD_HOLDER_GRACE_MS, { 'uid-1': entry(99) }));
+    assert.deepEqual(tracker.look(5_000 + DEAD_HOLDER_GRACE_MS), { leader: undefined, holder: 'kopf-operator-1' });
+  });
+
+  it('reads the split-brain history off the peering, as a Lease held by the top entry', () => {
+    const rec = recording();
+    rec.kopfPeerings.push(peering(0, { 'uid-0': entry(100), 'uid-1': entry(99) }, 'ADDED'));
+    const { lock, leases } = soakLockOf('kopf-operator').history(rec);
+    assert.equal(lock.leaseIdentity, 'uid');
+    assert.deepEqual(
+      leases.map((lease) => [lease.object.metadata?.name, lease.object.spec?.holderIdentity]),
+      [['kopf-operator', 'uid-0']],
+    );
   });
 });
 

@@ -95,6 +95,22 @@ test("a fault kind of weight 0 leaves a seed's schedule as it was without it: a 
   assert.deepEqual(planSoak({ ...input, faults: [...input.faults, { fault: 'drain-node', weight: 0 }] }), planSoak(input));
 });
 
+test("a fault a target's operator has no meaning for never lands on it; an empty exclusion leaves a seed's schedule as it was", () => {
+  const excluding = input.targets.map((target) => (target.namespace.startsWith('lfl-') ? { ...target, excludedFaults: ['rollout-restart' as const] } : target));
+  const plan = planSoak({ ...input, targets: excluding });
+  assert.ok(!plan.some((f) => f.fault === 'rollout-restart' && f.target.startsWith('lfl-')));
+  assert.ok(plan.some((f) => f.fault === 'rollout-restart' && f.target.startsWith('lease-')));
+  assert.ok(
+    plan.some((f) => f.fault === 'delete-leader' && f.target.startsWith('lfl-')),
+    'its other faults still land',
+  );
+  assert.deepEqual(planSoak({ ...input, targets: input.targets.map((target) => ({ ...target, excludedFaults: [] })) }), planSoak(input));
+  assert.throws(
+    () => planSoak({ ...input, targets: input.targets.map((target) => ({ ...target, excludedFaults: ['evict' as const] })) }),
+    /"evict" means nothing for the operator of any target namespace: give it weight 0/,
+  );
+});
+
 test('the drain takes the schedulable node the most leaders run on, and none where no other node could take its pods', () => {
   const nodes = [
     { name: 'node-a', unschedulable: false },

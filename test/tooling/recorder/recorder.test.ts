@@ -202,4 +202,42 @@ describe('recorder against a scripted API server', () => {
       await recording.stop();
     }
   });
+
+  test("kopf's KopfPeering objects are watched only when asked for: a cluster without kopf's CRDs has none", async () => {
+    const peering = (rv: string, status: Record<string, unknown>) => ({ metadata: { name: 'kopf-operator', namespace: NS, resourceVersion: rv }, status });
+    api.script(
+      'watch kopfpeerings',
+      events(
+        [
+          { type: 'ADDED', object: peering('50', {}) },
+          { type: 'MODIFIED', object: peering('51', { 'uid-1': { priority: 100 } }) },
+        ],
+        false,
+      ),
+    );
+    const peeringRequests = () => api.requests.filter((request) => request.path.endsWith('/kopfpeerings')).length;
+    const earlier = api.requests.length;
+    const plain = await startRecording(NS, [], [lock]);
+    try {
+      await until('the plain recording to watch its four collections', () => api.requests.slice(earlier).filter((request) => request.watch).length >= 4);
+      assert.equal(peeringRequests(), 0);
+      assert.deepEqual(plain.kopfPeerings, []);
+    } finally {
+      await plain.stop();
+    }
+    const recording = await startRecording(NS, [], [lock], { kopfPeerings: true });
+    try {
+      await until('both writes of the peering', () => recording.kopfPeerings.length === 2);
+      assert.deepEqual(
+        recording.kopfPeerings.map((event) => [event.type, event.rv, event.relisted ?? false]),
+        [
+          ['ADDED', 50n, false],
+          ['MODIFIED', 51n, false],
+        ],
+      );
+      assert.equal(api.requests.find((request) => request.path.endsWith('/kopfpeerings'))?.path, `/apis/kopf.dev/v1/namespaces/${NS}/kopfpeerings`);
+    } finally {
+      await recording.stop();
+    }
+  });
 });
