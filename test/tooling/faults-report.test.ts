@@ -131,3 +131,13 @@ test('a crash either pod may lead after counts both as expected, and says how lo
 test('the other scenarios get no led-again lines', () => {
   assert.ok(!renderFaultsMarkdown(sample).includes('Led again'));
 });
+
+for (const [report, record] of [
+  ['docs/faults.md', 'docs/faults-trials.jsonl'],
+  ['docs/faults-multinode.md', 'docs/faults-multinode-trials.jsonl'],
+] as const) {
+  test(`${report} is what its committed record renders (node test/bench/faults-render.ts ${record} --out ${report} after a layout change)`, () => {
+    const records = parseFaultRecords(readFileSync(new URL(`../../${record}`, import.meta.url), 'utf8'));
+    assert.equal(renderFaultsMarkdown(records), readFileSync(new URL(`../../${report}`, import.meta.url), 'utf8'));
+  });
+}
