@@ -135,6 +135,7 @@ test('the other scenarios get no led-again lines', () => {
 for (const [report, record] of [
   ['docs/faults.md', 'docs/faults-trials.jsonl'],
   ['docs/faults-multinode.md', 'docs/faults-multinode-trials.jsonl'],
+  ['docs/faults-lease-crash.md', 'docs/faults-lease-crash-trials.jsonl'],
 ] as const) {
   test(`${report} is what its committed record renders (node test/bench/faults-render.ts ${record} --out ${report} after a layout change)`, () => {
     const records = parseFaultRecords(readFileSync(new URL(`../../${record}`, import.meta.url), 'utf8'));

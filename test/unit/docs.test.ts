@@ -179,6 +179,7 @@ const GENERATED = [
   'docs/performance.md',
   'docs/compatibility.md',
   'docs/faults-multinode.md',
+  'docs/faults-lease-crash.md',
   'docs/baseline.md',
   'docs/failover-e2e.md',
   'docs/soak.md',
