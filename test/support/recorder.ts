@@ -310,19 +310,9 @@ async function followRun(namespace: string, run: ContainerRun, recording: Record
 
 // ---------------------------------------------------------------------------
 
-/**
- * Records everything that happens in `namespace` from now on: pods,
- * ConfigMaps, Leases and Events, with `kopfPeerings` kopf's KopfPeering
- * objects too, and the logs of `containers` of every pod, run by run; `locks`
- * name what the split-brain check reads afterwards.
- */
-export async function startRecording(
-  namespace: string,
-  containers: string[],
-  locks: LockUnderTest[],
-  { kopfPeerings = false }: { kopfPeerings?: boolean } = {},
-): Promise<Recording> {
-  const recording: Recording = {
+/** A recording with nothing seen yet, which stops nothing: what a recorder starts from, and what a test fills by hand. */
+export function emptyRecording(namespace: string, locks: LockUnderTest[]): Recording {
+  return {
     namespace,
     locks,
     pods: [],
@@ -336,6 +326,21 @@ export async function startRecording(
     errors: [],
     stop: async () => {},
   };
+}
+
+/**
+ * Records everything that happens in `namespace` from now on: pods,
+ * ConfigMaps, Leases and Events, with `kopfPeerings` kopf's KopfPeering
+ * objects too, and the logs of `containers` of every pod, run by run; `locks`
+ * name what the split-brain check reads afterwards.
+ */
+export async function startRecording(
+  namespace: string,
+  containers: string[],
+  locks: LockUnderTest[],
+  { kopfPeerings = false }: { kopfPeerings?: boolean } = {},
+): Promise<Recording> {
+  const recording = emptyRecording(namespace, locks);
   const stopFollowing = new AbortController();
   const followers: Promise<void>[] = [];
   const following = new Set<string>();

@@ -8,7 +8,7 @@ import type { V1ConfigMap, V1Pod } from '@kubernetes/client-node';
 import { DEAD_HOLDER_GRACE_MS, HEARTBEAT_SILENCE_MS, LeaderTracker, soakLockOf } from '../bench/soak-leaders.ts';
 import { heapFigures, watchStates } from '../bench/soak-samples.ts';
 import type { KopfPeeringObject } from '../support/kopf-peering.ts';
-import type { Observed, Recording } from '../support/recorder.ts';
+import { emptyRecording, type Observed, type Recording } from '../support/recorder.ts';
 
 let rv = 0n;
 const lock = (pod: string, at: number): Observed<V1ConfigMap> => ({
@@ -26,19 +26,7 @@ const beat = (pod: string, at: number): Observed<V1ConfigMap> => ({
 });
 const running: V1Pod = { status: { phase: 'Running' } };
 
-function recording(): Recording {
-  return {
-    configMaps: [],
-    leases: [],
-    pods: [],
-    events: [],
-    kopfPeerings: [],
-    logs: [],
-    podNow: new Map(),
-    interruptions: [],
-    errors: [],
-  } as unknown as Recording;
-}
+const recording = (): Recording => emptyRecording('ns', []);
 
 const peering = (at: number, status: KopfPeeringObject['status'], type: 'ADDED' | 'MODIFIED' = 'MODIFIED'): Observed<KopfPeeringObject> => ({
   type,
