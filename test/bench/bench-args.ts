@@ -4,7 +4,7 @@
  * '--optimize-for-size'`), and a `--json FILE` for its record: `--help`
  * prints the usage and exits; a bad number, a record file that exists or a
  * folder that does not throws, naming the option, before anything is created
- * on the cluster.
+ * on the cluster; optionsOrExit turns that into a tool's answer.
  */
 import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -79,4 +79,19 @@ export function parseBenchArgs<N extends Record<string, BenchOption>>(
   if (json !== undefined && !existsSync(dirname(json))) throw new Error(`--json ${json}: folder ${dirname(json)} does not exist`);
   const result = parsed as ParsedNumbers<N>;
   return json === undefined ? result : { ...result, json };
+}
+
+/**
+ * A benchmark's options, parsed before it touches a cluster: a bad one is
+ * answered as a command-line tool answers, with the message, the usage where
+ * the message does not carry it already, and exit status 2; not with a stack.
+ */
+export function optionsOrExit<T>(bench: string, usage: string, parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    const message = (error as Error).message;
+    process.stderr.write(`${bench}: ${message}\n${message.includes(usage) ? '' : `\n${usage}`}`);
+    process.exit(2);
+  }
 }

@@ -34,6 +34,7 @@ import { connectTestCluster, core, refuseLeftovers } from '../support/kube.ts';
 import { deleteNamespaceAndWait, failByDeadline, holdTerminating, installLeaderhook, releaseTerminating } from '../support/leaderhook.ts';
 import { newestRv, podGone, splitBrainViolations, waitForRecorded } from '../support/recording.ts';
 import type { LockUnderTest } from '../support/split-brain.ts';
+import { optionsOrExit } from './bench-args.ts';
 import { renderDocs } from './failover-report.ts';
 import type { TrialRecord } from './failover-trials.ts';
 import { finishRunRecord, parseTrialArgs, recordedTrials, runRecord, say, startRecord, trialOptionsUsage } from './trial-args.ts';
@@ -71,12 +72,14 @@ ${trialOptionsUsage(
   (--trials-of: the slow stuck baseline takes the timeout per trial; --docs: failover.md and failover.svg)
 `;
 
-const args = parseTrialArgs(process.argv.slice(2), {
-  scenarios: SCENARIO_LIST.map((s) => s.name),
-  usage,
-  defaultTimeoutSeconds: 45,
-  outPrefix: 'leaderhook-failover',
-});
+const args = optionsOrExit('bench:failover', usage, () =>
+  parseTrialArgs(process.argv.slice(2), {
+    scenarios: SCENARIO_LIST.map((s) => s.name),
+    usage,
+    defaultTimeoutSeconds: 45,
+    outPrefix: 'leaderhook-failover',
+  }),
+);
 // options first: --help and a bad option answer on any machine
 connectTestCluster();
 await refuseLeftovers('bench:failover');

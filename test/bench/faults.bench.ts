@@ -53,6 +53,7 @@ import {
   uncordon,
 } from '../support/nodes.ts';
 import type { LockUnderTest } from '../support/split-brain.ts';
+import { optionsOrExit } from './bench-args.ts';
 import { sigkillContainer } from './container-cgroup.ts';
 import { FAULT_SCENARIOS, type FaultTrialRecord, parseFaultRecords } from './fault-trials.ts';
 import { writeFaultsReport } from './faults-report.ts';
@@ -64,13 +65,15 @@ const usage = `usage: npm run bench:faults -- [--trials 1] [--scenario NAME ...]
 ${trialOptionsUsage(SCENARIO_NAMES, 45, false)}
   (--docs: faults.md)
 `;
-const args = parseTrialArgs(process.argv.slice(2), {
-  scenarios: SCENARIO_NAMES,
-  usage,
-  defaultTimeoutSeconds: 45,
-  outPrefix: 'leaderhook-faults',
-  appendable: false,
-});
+const args = optionsOrExit('bench:faults', usage, () =>
+  parseTrialArgs(process.argv.slice(2), {
+    scenarios: SCENARIO_NAMES,
+    usage,
+    defaultTimeoutSeconds: 45,
+    outPrefix: 'leaderhook-faults',
+    appendable: false,
+  }),
+);
 // options first: --help and a bad option answer on any machine
 connectTestCluster();
 await refuseLeftovers('bench:faults');

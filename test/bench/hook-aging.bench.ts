@@ -69,7 +69,7 @@ import { injectionFlags } from '../../src/commands/flags.ts';
 import { quantityValue } from '../../src/injector/quantity.ts';
 import { cpuSecondsOf, memoryOf, socketsOf } from '../support/process-stats.ts';
 import { parseExposition } from './apiserver-metrics.ts';
-import { parseBenchArgs } from './bench-args.ts';
+import { optionsOrExit, parseBenchArgs } from './bench-args.ts';
 import { cgroupDirsOf, readCgroup } from './container-cgroup.ts';
 import { createMemoryCgroup, type MemoryCgroup } from './memory-cgroup.ts';
 import { RENEW_EVERY_MS, type RenewedLease, renewedLease, renewLeases } from './lease-renewer.ts';
@@ -102,14 +102,16 @@ const usage = `usage: npm run bench:hook-aging -- [--minutes 60] [--leases 50] [
   --json FILE   write the readings there (a new file)
 `;
 
-const args = parseBenchArgs(usage, {
-  minutes: { default: 60, min: 1 },
-  leases: { default: [50], min: 0 },
-  every: { default: 60, min: 5 },
-  'refuse-at': { default: 0, min: 0 },
-  'memory-limit': { default: HOOK_MEMORY_LIMIT_MIB, min: 0 },
-  'node-flags': { default: '' },
-});
+const args = optionsOrExit('bench:hook-aging', usage, () =>
+  parseBenchArgs(usage, {
+    minutes: { default: 60, min: 1 },
+    leases: { default: [50], min: 0 },
+    every: { default: 60, min: 5 },
+    'refuse-at': { default: 0, min: 0 },
+    'memory-limit': { default: HOOK_MEMORY_LIMIT_MIB, min: 0 },
+    'node-flags': { default: '' },
+  }),
+);
 const { minutes, leases: leaseCounts, every: everySeconds, 'refuse-at': refuseAtMinutes, 'memory-limit': memoryLimitMiB } = args;
 const nodeFlags = args['node-flags'].split(/\s+/).filter((flag) => flag !== '');
 const notFlags = nodeFlags.filter((flag) => !flag.startsWith('--'));

@@ -21,7 +21,7 @@ import { apps, connectTestCluster, core, createTestNamespace, refuseLeftovers } 
 import { grantReleaseHook, injectTemplate, kubectl } from '../support/leaderhook.ts';
 import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
 import { waitFor } from '../support/wait.ts';
-import { parseBenchArgs } from './bench-args.ts';
+import { optionsOrExit, parseBenchArgs } from './bench-args.ts';
 import { HOOK_PHASES, type HookSample, phaseSummary, phaseTable, START_PHASE_MS, sampleHooks } from './hook-samples.ts';
 
 const usage = `usage: node test/bench/hook-footprint.bench.ts [--replicas 5] [--configmaps 2000] [--idle 60] [--json FILE]
@@ -31,11 +31,13 @@ const usage = `usage: node test/bench/hook-footprint.bench.ts [--replicas 5] [--
   --idle S         seconds of the idle phase (default 60)
   --json FILE      every sample, to a new file
 `;
-const args = parseBenchArgs(usage, {
-  replicas: { default: 5, min: 1 },
-  configmaps: { default: 2000, min: 0 },
-  idle: { default: 60, min: 10 },
-});
+const args = optionsOrExit('hook-footprint.bench.ts', usage, () =>
+  parseBenchArgs(usage, {
+    replicas: { default: 5, min: 1 },
+    configmaps: { default: 2000, min: 0 },
+    idle: { default: 60, min: 10 },
+  }),
+);
 const { replicas, configmaps: configMaps, idle: idleSeconds } = args;
 // after the options: --help and a bad option answer anywhere, before the cluster guard
 connectTestCluster();

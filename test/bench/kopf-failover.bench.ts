@@ -25,6 +25,7 @@ import { failLeaderByDeadline, type KopfFailover, LEADER, STANDBY, setUpKopf, st
 import { connectTestCluster, core, refuseLeftovers } from '../support/kube.ts';
 import { installLeaderhook, kubectl } from '../support/leaderhook.ts';
 import { hookSignalTime, operatorExited, podGone } from '../support/recording.ts';
+import { optionsOrExit } from './bench-args.ts';
 import { renderDocs } from './failover-report.ts';
 import type { TrialRecord } from './failover-trials.ts';
 import { finishRunRecord, parseTrialArgs, recordedTrials, runRecord, say, startRecord, trialOptionsUsage } from './trial-args.ts';
@@ -53,12 +54,14 @@ ${trialOptionsUsage(
   (--docs: failover.md and failover.svg of this run, e.g. docs/frameworks/kopf)
 `;
 
-const args = parseTrialArgs(process.argv.slice(2), {
-  scenarios: SCENARIO_LIST.map((s) => s.name),
-  usage,
-  defaultTimeoutSeconds: 90,
-  outPrefix: 'leaderhook-kopf',
-});
+const args = optionsOrExit('bench:kopf', usage, () =>
+  parseTrialArgs(process.argv.slice(2), {
+    scenarios: SCENARIO_LIST.map((s) => s.name),
+    usage,
+    defaultTimeoutSeconds: 90,
+    outPrefix: 'leaderhook-kopf',
+  }),
+);
 connectTestCluster();
 await refuseLeftovers('bench:kopf');
 const { timeoutMs, out } = args;

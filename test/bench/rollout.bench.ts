@@ -37,7 +37,7 @@ import { deleteNamespaceAndWait, grantReleaseHook, injectTemplate, kubectl } fro
 import { applyOperatorRbac, operatorManifest } from '../support/operators.ts';
 import { readBody, sendApiRequest } from '../support/raw-api.ts';
 import { waitFor } from '../support/wait.ts';
-import { parseBenchArgs } from './bench-args.ts';
+import { optionsOrExit, parseBenchArgs } from './bench-args.ts';
 import { HOOK_PHASES, type HookPhaseSummary, type HookSample, phaseSummary, phaseTable, sampleHooks } from './hook-samples.ts';
 import { type ApiServerCost, type ApiServerSample, costBetween, sampleOf, sumOf } from './apiserver-metrics.ts';
 
@@ -47,7 +47,7 @@ const usage = `usage: npm run bench:rollout -- [--replicas 100] [--trials 1] [--
   --trials N     runs of each mode, plain and injected alternating (default 1)
   --json FILE    every figure, to a new file
 `;
-const args = parseBenchArgs(usage, { replicas: { default: 100, min: 1 }, trials: { default: 1, min: 1 } });
+const args = optionsOrExit('bench:rollout', usage, () => parseBenchArgs(usage, { replicas: { default: 100, min: 1 }, trials: { default: 1, min: 1 } }));
 const { replicas, trials } = args;
 // after the options: --help and a bad option answer anywhere, before the cluster guard
 connectTestCluster();

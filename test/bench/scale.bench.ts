@@ -51,13 +51,10 @@ import { connectTestCluster, refuseLeftovers } from '../support/kube.ts';
 import { cpuSecondsOf, memoryOf } from '../support/process-stats.ts';
 import { readBody, sendApiRequest } from '../support/raw-api.ts';
 import { type ApiServerSample, costBetween, ratesBetween, sampleOf } from './apiserver-metrics.ts';
-import { wholeNumberList } from './bench-args.ts';
+import { optionsOrExit, wholeNumberList } from './bench-args.ts';
 import { type RenewedLease, renewedLease, renewLeases } from './lease-renewer.ts';
 import type { ScaleRecord, ScaleRun } from './scale-report.ts';
 import { median, percentile } from './stats.ts';
-
-connectTestCluster();
-await refuseLeftovers('bench:scale');
 
 const usage = `usage: npm run bench:scale -- [--hooks 100,300] [--replicas 2,20,100] [--window 60] [--cli dist/cli.js] [--json FILE]
 
@@ -68,28 +65,35 @@ const usage = `usage: npm run bench:scale -- [--hooks 100,300] [--replicas 2,20,
   --json FILE      write every figure there, rewritten after each run (a new file; for test/bench/scale-report.ts)
 `;
 
-const { values } = parseArgs({
-  options: {
-    hooks: { type: 'string', default: '100,300' },
-    replicas: { type: 'string', default: '2,20,100' },
-    window: { type: 'string', default: '60' },
-    json: { type: 'string' },
-    cli: { type: 'string' },
-    help: { type: 'boolean', default: false },
-  },
-});
-if (values.help) {
-  process.stdout.write(usage);
-  process.exit(0);
+/** The options, checked before the cluster is touched: --help and a bad option answer on any machine. */
+function parseScaleArgs() {
+  const { values } = parseArgs({
+    options: {
+      hooks: { type: 'string', default: '100,300' },
+      replicas: { type: 'string', default: '2,20,100' },
+      window: { type: 'string', default: '60' },
+      json: { type: 'string' },
+      cli: { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(usage);
+    process.exit(0);
+  }
+  const wholeNumbers = (flag: string, list: string) => wholeNumberList(flag, list, 1, usage);
+  const hookCounts = wholeNumbers('hooks', values.hooks);
+  const replicaCounts = wholeNumbers('replicas', values.replicas);
+  const [windowSeconds] = wholeNumbers('window', values.window) as [number];
+  if (values.json && existsSync(values.json)) throw new Error(`--json ${values.json} exists: a record is never overwritten; give a new file`);
+  for (const n of hookCounts)
+    for (const r of replicaCounts) if (n % r) throw new Error(`--hooks ${n} is not a multiple of --replicas ${r}: every namespace holds R pods`);
+  return { values, hookCounts, replicaCounts, windowSeconds };
 }
 
-const wholeNumbers = (flag: string, list: string) => wholeNumberList(flag, list, 1, usage);
-const hookCounts = wholeNumbers('hooks', values.hooks);
-const replicaCounts = wholeNumbers('replicas', values.replicas);
-const [windowSeconds] = wholeNumbers('window', values.window) as [number];
-if (values.json && existsSync(values.json)) throw new Error(`--json ${values.json} exists: a record is never overwritten; give a new file`);
-for (const n of hookCounts)
-  for (const r of replicaCounts) if (n % r) throw new Error(`--hooks ${n} is not a multiple of --replicas ${r}: every namespace holds R pods`);
+const { values, hookCounts, replicaCounts, windowSeconds } = optionsOrExit('bench:scale', usage, parseScaleArgs);
+connectTestCluster();
+await refuseLeftovers('bench:scale');
 
 const HOOKS_STARTING_AT_ONCE = 8;
 

@@ -47,6 +47,7 @@ import {
   type SoakRecord,
   type SoakRunRecord,
 } from './soak-analysis.ts';
+import { optionsOrExit } from './bench-args.ts';
 import { applyFault } from './soak-faults.ts';
 import { LeaderTracker, type SoakLock, soakLockOf } from './soak-leaders.ts';
 import { applyKopfCrds, createKopfNamespace, deleteKopfNamespace, type KopfReplicas, waitForKopfLeader } from './soak-kopf.ts';
@@ -123,13 +124,7 @@ function parseSoakArgs(argv: readonly string[]) {
   return { durationMs, meanIntervalMs, seed, operators: operators as SoakOperator[], out, docs: values.docs };
 }
 
-let args: ReturnType<typeof parseSoakArgs>;
-try {
-  args = parseSoakArgs(process.argv.slice(2));
-} catch (error) {
-  process.stderr.write(`bench:soak: ${(error as Error).message}\n\n${usage}`);
-  process.exit(2);
-}
+const args = optionsOrExit('bench:soak', usage, () => parseSoakArgs(process.argv.slice(2)));
 // made now, so a --docs that cannot be written fails before the hours of faults rather than after them
 if (args.docs) {
   try {

@@ -26,7 +26,7 @@ import { connectTestCluster, createTestNamespace, refuseLeftovers } from '../sup
 import { memoryOf, socketsOf } from '../support/process-stats.ts';
 import { readBody, sendApiRequest } from '../support/raw-api.ts';
 import { parseExposition } from './apiserver-metrics.ts';
-import { parseBenchArgs } from './bench-args.ts';
+import { optionsOrExit, parseBenchArgs } from './bench-args.ts';
 
 const usage = `Usage: npm run bench:watch-transport -- [--watches 0,10,100,200] [--settle 20] [--json FILE]
   --watches  counts of watches each process opens, one process per count and transport
@@ -34,7 +34,9 @@ const usage = `Usage: npm run bench:watch-transport -- [--watches 0,10,100,200] 
   --json     write every reading to FILE (a new file)
 `;
 
-const options = parseBenchArgs(usage, { watches: { default: [0, 10, 100, 200], min: 0 }, settle: { default: 20, min: 2 } });
+const options = optionsOrExit('bench:watch-transport', usage, () =>
+  parseBenchArgs(usage, { watches: { default: [0, 10, 100, 200], min: 0 }, settle: { default: 20, min: 2 } }),
+);
 const TRANSPORTS = ['h1', 'h2'] as const;
 type Transport = (typeof TRANSPORTS)[number];
 

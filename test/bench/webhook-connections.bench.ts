@@ -22,14 +22,14 @@
  */
 import { connect } from 'node:tls';
 import { startTestServer } from '../unit/webhook/support.ts';
-import { parseBenchArgs } from './bench-args.ts';
+import { optionsOrExit, parseBenchArgs } from './bench-args.ts';
 import { mutateRequest, parseResponse } from './webhook-client.ts';
 import { kubebuilderReview } from './webhook-pods.ts';
 
 const usage = `Usage: npm run bench:webhook-connections [-- --wait 160]
   --wait  seconds to wait for the webhook to close each connection (default 160)
 `;
-const { wait: waitS } = parseBenchArgs(usage, { wait: { default: 160, min: 1 } });
+const { wait: waitS } = optionsOrExit('bench:webhook-connections', usage, () => parseBenchArgs(usage, { wait: { default: 160, min: 1 } }));
 
 /** client-go's idle timeout for the API server's webhook connections: the one that should close first. */
 const API_SERVER_IDLE_TIMEOUT_S = 90;

@@ -2,9 +2,10 @@
  * The command line of the whole-number benchmarks (bench:rollout,
  * hook-footprint, hook-aging): defaults, a bad number or list or an existing
  * record file refused with the option named, before anything touches a
- * cluster.
+ * cluster; and every benchmark's answer to a bad option (optionsOrExit).
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -66,5 +67,18 @@ describe('parseBenchArgs', () => {
     writeFileSync(join(dir, 'old.json'), '{}\n');
     assert.throws(() => parse(['--json', join(dir, 'old.json')]), /--json .*old\.json exists: give a new file/);
     assert.throws(() => parse(['--json', join(dir, 'no-such-folder', 'new.json')]), /folder .*no-such-folder does not exist/);
+  });
+});
+
+describe('every benchmark on a bad option', () => {
+  const benches = ['failover', 'faults', 'kopf-failover', 'hook-aging', 'hook-footprint', 'rollout', 'watch-transport', 'webhook-connections', 'scale', 'soak'];
+  it('answers with the message and the usage and exit status 2, before it touches a cluster, not with a stack', () => {
+    for (const bench of benches) {
+      const run = spawnSync(process.execPath, [`test/bench/${bench}.bench.ts`, '--no-such-option'], { encoding: 'utf8', timeout: 60_000 });
+      assert.equal(run.status, 2, `${bench}: exit status, stderr: ${run.stderr}`);
+      assert.match(run.stderr, /^[\w:.-]+: Unknown option '--no-such-option'\n/, bench);
+      assert.match(run.stderr, /\n\n?usage: /i, `${bench} shows its usage`);
+      assert.doesNotMatch(run.stderr, /\n\s+at /, `${bench} prints no stack`);
+    }
   });
 });
