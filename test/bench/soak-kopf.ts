@@ -9,11 +9,11 @@
  * replica before it: it joins paused and never takes over from a leader.
  */
 import type { V1Pod, V1PodSpec, V1PodTemplateSpec } from '@kubernetes/client-node';
-import type { OperatorsNamespace } from '../support/failover-trial.ts';
+import { createOperatorNamespace, type OperatorsNamespace } from '../support/failover-trial.ts';
 import { peerIdentities } from '../support/kopf-peering.ts';
 import { applyKopfObjects, releaseAnchor } from '../support/kopf-scenario.ts';
 import { apiStatus, core } from '../support/kube.ts';
-import { grantKopfPeering, grantReleaseHook, INJECTION_LABEL, kubectl } from '../support/leaderhook.ts';
+import { grantKopfPeering, grantReleaseHook, kubectl } from '../support/leaderhook.ts';
 import { applyOperatorRbac, kopfPeering, OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER } from '../support/operators.ts';
 import { type Recording, startRecording } from '../support/recorder.ts';
 import { waitFor } from '../support/wait.ts';
@@ -137,12 +137,7 @@ export async function createKopfNamespace(
   }: { withLeaderhook: boolean; labels?: Record<string, string>; extraArgs?: string[]; annotations?: Record<string, string> },
 ): Promise<KopfNamespace> {
   await deleteKopfNamespace(name);
-  await core.createNamespace({
-    body: {
-      metadata: { name, labels: { ...labels, 'pod-security.kubernetes.io/enforce': 'restricted', ...(withLeaderhook ? INJECTION_LABEL : {}) } },
-    },
-  });
-  await waitFor(`ServiceAccount default in ${name}`, () => core.readNamespacedServiceAccount({ name: 'default', namespace: name }), 30_000);
+  await createOperatorNamespace(name, { withLeaderhook, labels });
   const recording = await startRecording(name, withLeaderhook ? [OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER] : [OPERATOR_CONTAINER], [kopfPeering], {
     kopfPeerings: true,
   });

@@ -329,7 +329,7 @@ async function main(): Promise<void> {
         );
       }
     })();
-    const looks = every(LOOK_EVERY_MS, end, stopping.signal, async () => {
+    const looks = every(LOOK_EVERY_MS, end, stopping.signal, () => {
       const now = Date.now();
       for (const ns of namespaces) {
         const look = ns.tracker.look(now);

@@ -39,6 +39,28 @@ export interface OperatorsNamespace {
 }
 
 /**
+ * Namespace `name` (any earlier one already gone) under restricted Pod
+ * Security, opted in to leaderhook with `injectionLabel` where
+ * `withLeaderhook`; resolves once its default ServiceAccount exists, which
+ * every pod of it needs.
+ */
+export async function createOperatorNamespace(
+  name: string,
+  {
+    withLeaderhook,
+    labels = {},
+    injectionLabel = INJECTION_LABEL,
+  }: { withLeaderhook: boolean; labels?: Record<string, string>; injectionLabel?: Record<string, string> },
+): Promise<void> {
+  await core.createNamespace({
+    body: {
+      metadata: { name, labels: { ...labels, 'pod-security.kubernetes.io/enforce': 'restricted', ...(withLeaderhook ? injectionLabel : {}) } },
+    },
+  });
+  await waitFor(`ServiceAccount default in ${name}`, () => core.readNamespacedServiceAccount({ name: 'default', namespace: name }), 30_000);
+}
+
+/**
  * Creates (or re-creates) namespace `name` with a two-replica Deployment of
  * each of `operators` (test/operators/manifests), recorded from before the
  * first pod exists. With leaderhook: opted in, and the hook's Role bound to
@@ -68,12 +90,7 @@ export async function createOperatorsNamespace(
   },
 ): Promise<OperatorsNamespace> {
   await deleteNamespaceAndWait(name);
-  await core.createNamespace({
-    body: {
-      metadata: { name, labels: { ...labels, 'pod-security.kubernetes.io/enforce': 'restricted', ...(withLeaderhook ? injectionLabel : {}) } },
-    },
-  });
-  await waitFor(`ServiceAccount default in ${name}`, () => core.readNamespacedServiceAccount({ name: 'default', namespace: name }), 30_000);
+  await createOperatorNamespace(name, { withLeaderhook, labels, injectionLabel });
   const recording = await record(name, withLeaderhook ? [OPERATOR_CONTAINER, RELEASE_HOOK_CONTAINER] : [OPERATOR_CONTAINER]);
   await applyOperatorRbac(name);
   if (withLeaderhook) await grantReleaseHook(name, 'test-operator');
