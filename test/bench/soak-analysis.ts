@@ -53,6 +53,8 @@ export interface SoakCheckRecord {
   unobserved?: number;
   /** The split-brain checker's kinds of what it found, where it found any. */
   splitBrainKinds?: string[];
+  /** The checker's sentence for each of them (which processes, which revisions); absent in records before it was kept. */
+  splitBrainFindings?: string[];
   lockHeldByDeadPod: number;
   /** The longest stretch of the window with nobody holding the lock. */
   leaderlessMs: number;
@@ -446,6 +448,8 @@ export interface SoakTotals {
   causedRestarts: number;
   uncausedRestarts: ContainerRestart[];
   watchesDown: { pod: string; watch: string; sinceMs: number }[];
+  /** The checks that found a split brain, in the order of the record. */
+  splitBrainChecks: SoakCheckRecord[];
 }
 
 const modeOf = (record: SoakFaultRecord): FaultMode =>
@@ -548,5 +552,6 @@ export function soakTotals(records: readonly SoakRecord[], restartWindowMs = RES
     causedRestarts: restarts.caused,
     uncausedRestarts: restarts.uncaused,
     watchesDown: watchesDownOf(records),
+    splitBrainChecks: checks.filter((check) => check.splitBrain > 0),
   };
 }

@@ -297,9 +297,20 @@ const laterHalfNote = (result: LeakResult): string =>
     ? ''
     : `; over its later half ${mibPerHour(result.laterSlope.bytesPerHour)} MiB/h, ${result.laterSlope.bytesPerHour > result.thresholdBytesPerHour ? 'still growing' : 'levelled off'}`;
 
-/** The runs that grew, and the restarts and watches behind a target not met, for whoever looks into them. */
+/** A check that found a split brain: where, when, of which kinds, and the checker's sentence for each where the record keeps it. */
+function splitBrainFinding(check: SoakCheckRecord): string[] {
+  const mode = check.withLeaderhook ? 'with leaderhook' : 'without leaderhook';
+  const kinds = check.splitBrainKinds?.length ? ` (${check.splitBrainKinds.join(', ')})` : '';
+  return [
+    `- ${check.namespace} (${mode}): ${check.splitBrain} split brain in the check at ${hoursMinutes(check.atMs)}${kinds}`,
+    ...(check.splitBrainFindings ?? []).map((sentence) => `  - ${sentence}`),
+  ];
+}
+
+/** The split brains, the runs that grew, and the restarts and watches behind a target not met, for whoever looks into them. */
 function findings(totals: SoakTotals, leaks: Leaks): string[] {
   const lines = [
+    ...totals.splitBrainChecks.flatMap(splitBrainFinding),
     ...MEMORY_PARTS_OF(leaks).flatMap((part) =>
       [...leaks.hook[part], ...leaks.webhook[part]]
         .filter((result) => result.verdict === 'grows')

@@ -175,7 +175,7 @@ function check(ns: SoakNamespace, atMs: number, final = false): SoakRecord[] {
     withLeaderhook: ns.withLeaderhook,
     splitBrain: seen.length,
     unobserved: found.length - seen.length,
-    ...(seen.length > 0 ? { splitBrainKinds: seen.map((v) => v.kind) } : {}),
+    ...(seen.length > 0 ? { splitBrainKinds: seen.map((v) => v.kind), splitBrainFindings: seen.map((v) => v.explanation) } : {}),
     lockHeldByDeadPod: ns.leftHeld.length,
     leaderlessMs,
   };

@@ -258,6 +258,37 @@ test('with gap records, the leaderless target is judged fault by fault, and a st
   assert.equal(row[2], '**not met**');
 });
 
+test("a check that found a split brain is named in the findings, with the checker's sentence for each where the record keeps it", () => {
+  const check = (withLeaderhook: boolean, extra: Partial<SoakRecord>): SoakRecord =>
+    ({
+      kind: 'check',
+      atMs: 3_001_516,
+      namespace: withLeaderhook ? 'soak-with' : 'soak-without',
+      withLeaderhook,
+      splitBrain: 0,
+      lockHeldByDeadPod: 0,
+      leaderlessMs: 0,
+      ...extra,
+    }) as SoakRecord;
+  const sentence = 'process 7 of pod b (UID u-b) wrote heartbeats at revisions 40-44 after process 9 of pod a had written at 30-39';
+  const markdown = renderSoakMarkdown([
+    ...sample,
+    check(false, { splitBrain: 2, splitBrainKinds: ['interleaved', 'seq-regressed'], splitBrainFindings: [sentence, 'the second'] }),
+    check(true, { splitBrain: 1, splitBrainKinds: ['not-holder'] }),
+    check(true, { atMs: 3_301_516 }),
+  ]);
+  const lines = markdown.split('\n');
+  const at = lines.indexOf('## Findings');
+  assert.deepEqual(lines.slice(at + 2, at + 6), [
+    '- soak-without (without leaderhook): 2 split brain in the check at 50 min (interleaved, seq-regressed)',
+    `  - ${sentence}`,
+    '  - the second',
+    '- soak-with (with leaderhook): 1 split brain in the check at 50 min (not-holder)',
+  ]);
+  assert.ok(!markdown.includes('the check at 55 min'), 'a check that found none is not named');
+  assert.equal(targetRow(markdown, '0 split brain')[2], '**not met**');
+});
+
 for (const [report, record] of [
   ['docs/soak.md', 'docs/soak-record.jsonl'],
   ['docs/soak-quiet.md', 'docs/soak-quiet-record.jsonl'],
