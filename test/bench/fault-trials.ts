@@ -35,6 +35,8 @@ export interface FaultTrialRecord {
   splitBrain: number;
   /** Their kinds, where there were any. */
   splitBrainKinds?: string[];
+  /** The checker's sentence for each of them; absent in records before it was kept. */
+  splitBrainFindings?: string[];
   /** Stretches of the lock's history the recorder could not see (a watch relisted), which the checker cannot vouch for. */
   unobserved: number;
   /**

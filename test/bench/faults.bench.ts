@@ -52,7 +52,7 @@ import {
   stopNode,
   uncordon,
 } from '../support/nodes.ts';
-import type { LockUnderTest } from '../support/split-brain.ts';
+import { type LockUnderTest, type SplitBrainTally, tallySplitBrain } from '../support/split-brain.ts';
 import { optionsOrExit } from './bench-args.ts';
 import { sigkillContainer } from './container-cgroup.ts';
 import { FAULT_SCENARIOS, type FaultTrialRecord, parseFaultRecords } from './fault-trials.ts';
@@ -145,14 +145,8 @@ function freedAt(side: TrialSide, zero: number): number | undefined {
  * had to relist, as after an API server restart): the checker cannot vouch
  * for those, but they are not two leaders seen.
  */
-function splitBrainCounts(side: TrialSide): { splitBrain: number; unobserved: number; splitBrainKinds?: string[] } {
-  const violations = splitBrainViolations(side.recording, lockOf(side.operator) as LockUnderTest);
-  const seen = violations.filter((v) => v.kind !== 'unobserved');
-  return {
-    splitBrain: seen.length,
-    unobserved: violations.length - seen.length,
-    ...(seen.length > 0 ? { splitBrainKinds: seen.map((v) => v.kind) } : {}),
-  };
+function splitBrainCounts(side: TrialSide): SplitBrainTally {
+  return tallySplitBrain(splitBrainViolations(side.recording, lockOf(side.operator) as LockUnderTest));
 }
 
 /** The trial's line of the record, read off its side's recording once the trial is over. */

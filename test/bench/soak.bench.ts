@@ -37,7 +37,7 @@ import { deleteNamespaceAndWait, installLeaderhook } from '../support/leaderhook
 import { fewerNodesThan } from '../support/nodes.ts';
 import { say } from '../support/progress.ts';
 import { newestRv } from '../support/recording.ts';
-import { checkSplitBrain } from '../support/split-brain.ts';
+import { checkSplitBrain, tallySplitBrain } from '../support/split-brain.ts';
 import {
   type LeaderObservation,
   leaderGaps,
@@ -164,8 +164,6 @@ const write = (record: SoakRecord) => appendFileSync(args.out, `${JSON.stringify
 function check(ns: SoakNamespace, atMs: number, final = false): SoakRecord[] {
   const upTo = newestRv(ns.recording);
   const found = checkSplitBrain(ns.lock.history(ns.recording)).filter((v) => v.firstRv > ns.checkedRv);
-  // a stretch a relisted watch could not see is no split brain seen, and no proof of none
-  const seen = found.filter((v) => v.kind !== 'unobserved');
   const gaps = leaderGaps(ns.observations, atMs).get(ns.name) ?? [];
   const leaderlessMs = Math.max(0, ...gaps.filter((gap) => gap.open || gap.toMs > ns.lastCheckMs).map((gap) => gap.ms));
   const record: SoakCheckRecord = {
@@ -173,9 +171,7 @@ function check(ns: SoakNamespace, atMs: number, final = false): SoakRecord[] {
     atMs,
     namespace: ns.name,
     withLeaderhook: ns.withLeaderhook,
-    splitBrain: seen.length,
-    unobserved: found.length - seen.length,
-    ...(seen.length > 0 ? { splitBrainKinds: seen.map((v) => v.kind), splitBrainFindings: seen.map((v) => v.explanation) } : {}),
+    ...tallySplitBrain(found),
     lockHeldByDeadPod: ns.leftHeld.length,
     leaderlessMs,
   };

@@ -293,6 +293,27 @@ export function checkSplitBrain(history: LockHistory): Violation[] {
   return violations;
 }
 
+/** What a benchmark's record keeps of a check's violations. */
+export interface SplitBrainTally {
+  /** Violations but the unobserved: two leaders seen. */
+  splitBrain: number;
+  /** Stretches of the lock's history a relisted watch could not see: no split brain seen, and no proof of none. */
+  unobserved: number;
+  /** Where there were any: their kinds, and the checker's sentence for each (which processes, which revisions). */
+  splitBrainKinds?: string[];
+  splitBrainFindings?: string[];
+}
+
+/** The violations of a check as the benchmarks' records keep them. */
+export function tallySplitBrain(violations: readonly Violation[]): SplitBrainTally {
+  const seen = violations.filter((v) => v.kind !== 'unobserved');
+  return {
+    splitBrain: seen.length,
+    unobserved: violations.length - seen.length,
+    ...(seen.length > 0 ? { splitBrainKinds: seen.map((v) => v.kind), splitBrainFindings: seen.map((v) => v.explanation) } : {}),
+  };
+}
+
 export function describeWriter(writer: Writer): string {
   return writer.processID ? `process ${writer.processID} of pod ${writer.pod} (UID ${writer.podUID})` : `pod ${writer.pod || '(unnamed)'}`;
 }

@@ -18,6 +18,7 @@ import {
   lockHolderOf,
   type ObservedWrite,
   type RecordedHistory,
+  tallySplitBrain,
   toRecordedHistory,
   type Violation,
   type ViolationKind,
@@ -188,5 +189,17 @@ describe('split-brain checker: reading locks and heartbeats', () => {
 
   test('an empty history has nothing to flag (the recorder asserts that heartbeats were seen)', () => {
     assert.deepEqual(checkSplitBrain({ lock: { kind: 'Lease', name: 'l', heartbeat: 'h' }, configMaps: [], leases: [] }), []);
+  });
+});
+
+test("a check's violations as a record keeps them: the unobserved apart, kinds and sentences only where two leaders were seen", () => {
+  const violation = (kind: ViolationKind, explanation: string): Violation => ({ kind, firstRv: 1n, lastRv: 2n, writes: 1, explanation });
+  assert.deepEqual(tallySplitBrain([]), { splitBrain: 0, unobserved: 0 });
+  assert.deepEqual(tallySplitBrain([violation('unobserved', 'unseen')]), { splitBrain: 0, unobserved: 1 });
+  assert.deepEqual(tallySplitBrain([violation('interleaved', 'a after b'), violation('unobserved', 'unseen'), violation('seq-regressed', 'from 9 to 1')]), {
+    splitBrain: 2,
+    unobserved: 1,
+    splitBrainKinds: ['interleaved', 'seq-regressed'],
+    splitBrainFindings: ['a after b', 'from 9 to 1'],
   });
 });
